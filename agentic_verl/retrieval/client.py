@@ -1,0 +1,148 @@
+"""An async HTTP client for the `/retrieve` protocol (see agentic_verl.retrieval.protocol).
+
+>>> import asyncio
+>>> client = RetrievalClient("http://127.0.0.1:8000", timeout_s=5.0)
+>>> # passages = asyncio.run(client.retrieve(["who wrote hamlet"], topk=3))  # needs a running server
+
+Every call sends one request for all its queries, has a timeout, and is retried (bounded, with
+exponential backoff) only when retrying can help: timeouts, connection errors and 5xx answers.
+A 4xx answer means the request itself is wrong and is not retried. Failures raise `RetrievalError`
+with a `category` that callers (the search tool) turn into metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+
+import httpx
+
+from agentic_verl.retrieval.protocol import Passage
+
+CATEGORIES = ("timeout", "server_error", "bad_arguments")
+
+
+class RetrievalError(Exception):
+    """A failed retrieval. `category` is one of "timeout", "server_error", "bad_arguments"."""
+
+    def __init__(self, category: str, message: str):
+        if category not in CATEGORIES:
+            raise ValueError(f"unknown retrieval error category {category!r}; known: {CATEGORIES}")
+        super().__init__(message)
+        self.category = category
+
+    def __str__(self) -> str:
+        return f"{self.category}: {self.args[0]}"
+
+
+class RetrievalClient:
+    """Talks to one retrieval server. Safe to share between coroutines, and between event loops
+    (an `httpx.AsyncClient` and a semaphore are created lazily for each loop that uses the client)."""
+
+    def __init__(
+        self,
+        url: str,
+        timeout_s: float = 10.0,
+        max_retries: int = 2,
+        backoff_s: float = 0.25,
+        max_concurrency: int = 16,
+    ):
+        if timeout_s <= 0 or max_retries < 0 or backoff_s < 0 or max_concurrency < 1:
+            raise ValueError(
+                f"bad RetrievalClient settings: timeout_s={timeout_s} (>0), max_retries={max_retries} (>=0), "
+                f"backoff_s={backoff_s} (>=0), max_concurrency={max_concurrency} (>=1)"
+            )
+        url = url.rstrip("/")
+        self.url = url if url.endswith("/retrieve") else url + "/retrieve"
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.max_concurrency = max_concurrency
+        # per event loop: (httpx client, semaphore); weak keys so a finished loop does not leak
+        self._per_loop: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def _session(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
+        loop = asyncio.get_running_loop()
+        session = self._per_loop.get(loop)
+        if session is None:
+            limits = httpx.Limits(max_connections=self.max_concurrency, max_keepalive_connections=self.max_concurrency)
+            http = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s), limits=limits, trust_env=False)
+            session = (http, asyncio.Semaphore(self.max_concurrency))
+            self._per_loop[loop] = session
+        return session
+
+    async def retrieve(self, queries: list[str], topk: int = 3) -> list[list[Passage]]:
+        """Best-first passages for each query; raises `RetrievalError`."""
+        if not isinstance(queries, list) or not all(isinstance(q, str) for q in queries):
+            raise RetrievalError("bad_arguments", f"queries must be a list of strings, got {type(queries).__name__}")
+        if not queries:
+            return []
+        http, semaphore = self._session()
+        payload = {"queries": queries, "topk": topk, "return_scores": True}
+        last_error: RetrievalError | None = None
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                await asyncio.sleep(self.backoff_s * 2 ** (attempt - 1))
+            try:
+                async with semaphore:
+                    response = await http.post(self.url, json=payload)
+            except httpx.TimeoutException as exc:
+                last_error = RetrievalError("timeout", f"no answer from {self.url} within {self.timeout_s}s "
+                                            f"({type(exc).__name__})")
+                continue
+            except httpx.TransportError as exc:  # connection refused/reset, DNS, protocol errors
+                last_error = RetrievalError("server_error", f"cannot reach {self.url}: {type(exc).__name__}: {exc}")
+                continue
+            if response.status_code >= 500:
+                last_error = RetrievalError("server_error", f"{self.url} answered {response.status_code}: "
+                                            f"{_error_detail(response)}")
+                continue
+            if response.status_code >= 400:
+                raise RetrievalError("bad_arguments", f"{self.url} rejected the request "
+                                     f"({response.status_code}): {_error_detail(response)}")
+            return _parse_result(response, len(queries), self.url)
+        assert last_error is not None
+        if self.max_retries:
+            last_error.args = (f"{last_error.args[0]} (after {self.max_retries + 1} attempts)",)
+        raise last_error
+
+    async def aclose(self) -> None:
+        """Close the HTTP client of the current event loop (others are closed when their loop is collected)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        session = self._per_loop.pop(loop, None)
+        if session is not None:
+            await session[0].aclose()
+
+
+def _error_detail(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:300]
+    if isinstance(body, dict) and "error" in body:
+        return str(body["error"])[:300]
+    if isinstance(body, dict) and "detail" in body:
+        return str(body["detail"])[:300]
+    return str(body)[:300]
+
+
+def _parse_result(response: httpx.Response, n_queries: int, url: str) -> list[list[Passage]]:
+    try:
+        result = response.json()["result"]
+        if not isinstance(result, list) or len(result) != n_queries:
+            raise ValueError(f"expected {n_queries} result lists, got {type(result).__name__} "
+                             f"of length {len(result) if isinstance(result, list) else '?'}")
+        parsed = []
+        for entries in result:
+            passages = []
+            for entry in entries:
+                document = entry.get("document", entry)  # without return_scores an entry is the document
+                passages.append(Passage(id=str(document.get("id", "")), contents=str(document["contents"]),
+                                        score=float(entry.get("score", 0.0))))
+            parsed.append(passages)
+        return parsed
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise RetrievalError("server_error", f"{url} sent a malformed answer: {type(exc).__name__}: {exc}") from exc
