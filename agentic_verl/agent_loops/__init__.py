@@ -1,0 +1,1 @@
+"""Multi-turn agent loops registered with verl, and their tracing (trace.py)."""
