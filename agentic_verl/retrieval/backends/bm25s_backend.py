@@ -1,0 +1,137 @@
+"""`bm25s`: pure-Python BM25 (the default backend; no JVM, no GPU).
+
+Text is lower-cased, split on `\\w\\w+`, English stopwords removed and stemmed with PyStemmer (Snowball
+English); the tokenizer settings, its vocabulary and the BM25 parameters are saved with the index, so queries
+are tokenized exactly like the corpus. Passages are kept in a memory-mapped docstore (see docstore.py).
+
+Build options (`agentic-verl index build --backend bm25s -o k1=0.9 ...`):
+  k1 (1.5), b (0.75), method ("lucene"; also "robertson", "atire", "bm25l", "bm25+"),
+  stopwords ("en" or "none"), stemmer ("english" or any PyStemmer language, or "none"),
+  n_threads (search threads for large batches; default min(4, cpus)).
+
+Queries with no indexed term (only stopwords, unknown words, empty) get no passages; passages with score 0
+(no term in common with the query) are never returned, so a query may get fewer than topk.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from agentic_verl.retrieval.backends.base import BACKENDS, RetrievalBackend
+from agentic_verl.retrieval.docstore import DocStore, DocStoreWriter
+from agentic_verl.retrieval.protocol import Passage
+
+_BM25_DIR = "bm25s"
+_TOKENIZER_DIR = "tokenizer"
+_MIN_BATCH_FOR_THREADS = 64  # below this a thread pool costs more than it saves
+
+
+def _stemmer(language: str):
+    if language in ("", "none", None):
+        return None
+    import Stemmer
+
+    try:
+        return Stemmer.Stemmer(language)
+    except KeyError:
+        raise ValueError(f"unknown stemmer language {language!r}; known: {sorted(Stemmer.algorithms())}") from None
+
+
+def _tokenizer(stopwords: str, stemmer: str):
+    from bm25s.tokenization import Tokenizer
+
+    if stopwords not in ("en", "english", "none", ""):
+        raise ValueError(f"stopwords must be 'en' or 'none', got {stopwords!r}")
+    return Tokenizer(lower=True, stopwords=[] if stopwords in ("none", "") else "en", stemmer=_stemmer(stemmer))
+
+
+@BACKENDS.register("bm25s")
+class BM25sBackend(RetrievalBackend):
+    name = "bm25s"
+    OPTIONS = {
+        "k1": "BM25 term-frequency saturation (1.5)",
+        "b": "BM25 length normalisation (0.75)",
+        "method": "BM25 variant: lucene (default), robertson, atire, bm25l, bm25+",
+        "stopwords": "en (default) or none",
+        "stemmer": "PyStemmer language (english, default) or none",
+        "n_threads": "threads for searching large batches (default min(4, cpus))",
+    }
+
+    def __init__(self, retriever, tokenizer, docs: DocStore, n_threads: int):
+        self.retriever = retriever
+        self.tokenizer = tokenizer
+        self.docs = docs
+        self.n_threads = n_threads
+        self._empty_id = retriever.vocab_dict.get("")
+
+    @classmethod
+    def build(cls, passages: Iterable[Passage], out_dir: Path, k1: float = 1.5, b: float = 0.75,
+              method: str = "lucene", stopwords: str = "en", stemmer: str = "english",
+              n_threads: int | None = None, **unknown) -> dict:
+        if unknown:
+            raise ValueError(f"unknown bm25s option(s) {sorted(unknown)}; known: {sorted(cls.OPTIONS)}")
+        import bm25s
+
+        out_dir = Path(out_dir)
+        tokenizer = _tokenizer(stopwords, stemmer)
+        with DocStoreWriter(out_dir) as writer:
+
+            def texts():
+                for passage in passages:
+                    writer.add(passage)
+                    yield passage.contents
+
+            token_ids = list(tokenizer.streaming_tokenize(texts(), update_vocab=True))
+        if not token_ids:
+            raise ValueError("the corpus has no passages")
+        retriever = bm25s.BM25(k1=float(k1), b=float(b), method=method)
+        retriever.index((token_ids, tokenizer.get_vocab_dict()), show_progress=False)
+        retriever.save(str(out_dir / _BM25_DIR))
+        tokenizer.save_vocab(str(out_dir / _TOKENIZER_DIR))
+        tokenizer.save_stopwords(str(out_dir / _TOKENIZER_DIR))
+        return {
+            "tokenizer": {"lower": True, "splitter": r"(?u)\b\w\w+\b", "stopwords": stopwords,
+                          "stemmer": f"PyStemmer {stemmer}" if _stemmer(stemmer) else "none",
+                          "vocab_size": len(tokenizer.get_vocab_dict())},
+            "bm25": {"k1": float(k1), "b": float(b), "method": method, "library": f"bm25s {bm25s.__version__}"},
+            "n_threads": n_threads,
+        }
+
+    @classmethod
+    def load(cls, index_dir: Path, meta: dict) -> BM25sBackend:
+        import bm25s
+
+        index_dir = Path(index_dir)
+        tokenizer_meta = meta.get("tokenizer", {})
+        stemmer = tokenizer_meta.get("stemmer", "none")
+        stemmer = stemmer.split(" ", 1)[1] if stemmer.startswith("PyStemmer ") else "none"
+        tokenizer = _tokenizer("none", stemmer)
+        tokenizer.load_stopwords(str(index_dir / _TOKENIZER_DIR))
+        tokenizer.load_vocab(str(index_dir / _TOKENIZER_DIR))
+        retriever = bm25s.BM25.load(str(index_dir / _BM25_DIR), mmap=True, show_progress=False)
+        n_threads = meta.get("n_threads") or min(4, os.cpu_count() or 1)
+        return cls(retriever, tokenizer, DocStore(index_dir), int(n_threads))
+
+    def search(self, queries: list[str], topk: int) -> list[list[Passage]]:
+        results: list[list[Passage]] = [[] for _ in queries]
+        k = min(int(topk), len(self.docs))
+        if not queries or k < 1:
+            return results
+        token_ids = self.tokenizer.tokenize(list(queries), update_vocab=False, return_as="ids", show_progress=False)
+        token_ids = [[t for t in ids if t != self._empty_id] for ids in token_ids]
+        rows = [i for i, ids in enumerate(token_ids) if ids]
+        if not rows:
+            return results
+        n_threads = self.n_threads if len(rows) >= _MIN_BATCH_FOR_THREADS else 0
+        docs, scores = self.retriever.retrieve([token_ids[i] for i in rows], k=k, show_progress=False,
+                                               n_threads=n_threads, return_as="tuple")
+        for row, i in enumerate(rows):
+            keep = scores[row] > 0
+            results[i] = self.docs.get(docs[row][keep], scores[row][keep])
+        return results
+
+    def close(self) -> None:
+        self.docs.close()
+

@@ -1,0 +1,138 @@
+"""Building and opening index folders: the backend's files plus `index_meta.json`.
+
+>>> import json, os, tempfile
+>>> folder = tempfile.mkdtemp()
+>>> corpus = os.path.join(folder, "corpus.jsonl")
+>>> with open(corpus, "w") as f:
+...     for i, (title, text) in enumerate([("Paris", "capital of France"), ("Hamlet", "a play by Shakespeare")]):
+...         _ = f.write(json.dumps({"id": str(i), "contents": f"{title}\\n{text}"}) + "\\n")
+>>> meta = build_index(corpus, os.path.join(folder, "index"), "bm25s", show_progress=False)
+>>> meta["passages"], meta["backend"]
+(2, 'bm25s')
+>>> index = load_index(os.path.join(folder, "index"))
+>>> [p.id for p in index.search(["who wrote hamlet"], topk=1)[0]]
+['1']
+>>> index.close()
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib
+import json
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdm import tqdm
+
+from agentic_verl import __version__
+from agentic_verl.registry import RegistryError
+from agentic_verl.retrieval.backends.base import BACKENDS, META_FILE, RetrievalBackend
+from agentic_verl.retrieval.corpus import count_lines, file_sha256, read_corpus
+from agentic_verl.retrieval.protocol import Passage
+
+# The module that registers each built-in backend, imported only when that backend is used
+# (lucene needs a JVM, dense needs torch + faiss).
+BACKEND_MODULES = {
+    "bm25s": "agentic_verl.retrieval.backends.bm25s_backend",
+    "lucene": "agentic_verl.retrieval.backends.lucene",
+    "dense": "agentic_verl.retrieval.backends.dense",
+    "hybrid": "agentic_verl.retrieval.backends.hybrid",
+}
+DEFAULT_BACKEND = "bm25s"
+# Keys build_index writes; a backend's own meta may not overwrite them.
+_COMMON_KEYS = ("backend", "corpus", "passages", "options", "agentic_verl_version", "built_at", "build_seconds")
+
+
+def backend_class(name: str) -> type[RetrievalBackend]:
+    """The backend registered as `name` (importing its module first), or a `module:Class` reference."""
+    module = BACKEND_MODULES.get(name)
+    if module is not None and name not in BACKENDS:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise ImportError(f"retrieval backend {name!r} is not available: {exc}") from exc
+    try:
+        return BACKENDS.get(name)
+    except RegistryError as exc:  # a user error: one clear line from the CLI
+        raise ValueError(str(exc)) from None
+
+
+@dataclass
+class Index:
+    """An opened index folder: the backend and what built it."""
+
+    path: Path
+    meta: dict
+    backend: RetrievalBackend = field(repr=False)
+
+    def search(self, queries: list[str], topk: int) -> list[list[Passage]]:
+        return self.backend.search(queries, topk)
+
+    def close(self) -> None:
+        self.backend.close()
+
+
+def build_index(corpus_path: str | Path, out_dir: str | Path, backend: str = DEFAULT_BACKEND, *,
+                overwrite: bool = False, show_progress: bool = True, **options) -> dict:
+    """Index a JSONL corpus (see corpus.py) into `out_dir`; return the index meta (also in index_meta.json).
+
+    `options` go to the backend's `build` and are recorded in the meta. `index_meta.json` is written last,
+    so a folder without it is an unfinished build.
+    """
+    corpus_path, out_dir = Path(corpus_path).resolve(), Path(out_dir)
+    cls = backend_class(backend)
+    if out_dir.exists() and any(out_dir.iterdir()):
+        if not overwrite:
+            raise ValueError(f"{out_dir} is not empty; pass overwrite=True (--overwrite) to replace it")
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sha256 = file_sha256(corpus_path)
+    total = count_lines(corpus_path) if show_progress else None
+    counter = _Counter()
+    started = time.time()
+    passages = tqdm(counter.wrap(read_corpus(corpus_path)), total=total, desc=f"index {backend}",
+                    unit=" passages", disable=not show_progress)
+    backend_meta = dict(cls.build(passages, out_dir, **options) or {})
+    if counter.count == 0:
+        raise ValueError(f"{corpus_path} has no passages")
+    meta = {key: value for key, value in backend_meta.items() if key not in _COMMON_KEYS}
+    meta.update(
+        backend=backend,
+        corpus={"path": str(corpus_path), "sha256": sha256},
+        passages=counter.count,
+        options=options,
+        agentic_verl_version=__version__,
+        built_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        build_seconds=round(time.time() - started, 3),
+    )
+    (out_dir / META_FILE).write_text(json.dumps(meta, indent=2, default=str) + "\n")
+    return meta
+
+
+def read_meta(index_dir: str | Path) -> dict:
+    meta_path = Path(index_dir) / META_FILE
+    if not meta_path.is_file():
+        raise FileNotFoundError(f"{index_dir} is not an index folder (no {META_FILE}; was the build finished?)")
+    return json.loads(meta_path.read_text())
+
+
+def load_index(index_dir: str | Path) -> Index:
+    """Open an index folder written by `build_index`."""
+    index_dir = Path(index_dir)
+    meta = read_meta(index_dir)
+    backend = backend_class(meta["backend"]).load(index_dir, meta)
+    return Index(path=index_dir, meta=meta, backend=backend)
+
+
+class _Counter:
+    def __init__(self):
+        self.count = 0
+
+    def wrap(self, items: Iterator[Passage]) -> Iterator[Passage]:
+        for item in items:
+            self.count += 1
+            yield item
