@@ -23,6 +23,7 @@ class Component:
 
 # One line per registered component. doctor checks each one in a fresh interpreter.
 COMPONENTS: tuple[Component, ...] = (
+    Component("reward_manager", "agentic_trace", "agentic_verl.agent_loops.trace_reward"),
 )
 
 # Filled by register_all(): module -> "ExceptionType: message" for components that failed to import.
