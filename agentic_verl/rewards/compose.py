@@ -1,0 +1,236 @@
+"""Composed rewards: a weighted sum of named reward components declared in YAML.
+
+```yaml
+components:
+  - name: qa_em            # a registered reward, or "module:attr" / "path/file.py:attr"
+    weight: 1.0
+  - name: format
+    weight: 0.1
+    kwargs: {mode: multi, max_queries: 3}
+```
+
+Everything about the config is checked when it is loaded: unknown names (the error lists the known
+ones), unknown fields, weights that are not numbers, kwargs the component does not accept, duplicate
+output keys, and bad kwarg values (each component is called once on an empty response with no ground
+truth; it must not raise, see the reward convention). At reward time nothing raises: a component that raises or returns a non-finite score
+counts 0 with ``error_type = "<key>:exception:<Type>"`` / ``"<key>:non_finite_score"``.
+
+The result holds ``score`` (the weighted sum), ``error_type`` (the first failing component's, in
+declaration order), each component's score under its key, and its other scalar outputs as
+``<key>/<field>`` (``format/error_type``, ``format/num_searches``, ...), so all reach verl's logs.
+
+>>> reward = load_reward([{"name": "qa_em"}, {"name": "format", "weight": 0.1}])
+>>> result = reward("<think>t</think><answer>Paris</answer>", ["Paris"])
+>>> result["score"], result["qa_em"], result["format"], result["error_type"]
+(1.1, 1.0, 1.0, None)
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from agentic_verl.registry import RegistryError
+from agentic_verl.rewards.registry import REWARDS
+
+__all__ = [
+    "VERL_CALL_KWARGS",
+    "ComposedReward",
+    "RewardComponent",
+    "RewardConfigError",
+    "check_kwargs",
+    "load_reward",
+    "load_reward_config",
+]
+
+logger = logging.getLogger(__name__)
+
+VERL_CALL_KWARGS = frozenset({"reward_router_address", "reward_model_tokenizer"})
+"""Keyword arguments verl's reward managers add to every call (dropped before calling a component)."""
+
+_STANDARD_PARAMS = ("solution_str", "ground_truth", "extra_info")
+_COMPONENT_FIELDS = frozenset({"name", "weight", "kwargs", "key"})
+
+
+class RewardConfigError(ValueError):
+    """A reward config that cannot work; raised at load time, never for a model output."""
+
+
+@dataclass(frozen=True)
+class RewardComponent:
+    name: str
+    fn: Callable[..., dict]
+    weight: float = 1.0
+    kwargs: dict = field(default_factory=dict)
+    key: str = ""  # the name in the result dict; defaults to `name` (the attribute for references)
+
+
+def check_kwargs(fn: Callable, kwargs: Mapping, *, what: str) -> None:
+    """Raise RewardConfigError if ``fn`` cannot take ``kwargs``.
+
+    A function that declares its options by name gets them checked by name (its ``**kwargs``, kept for
+    the registry convention, does not hide typos); a function whose only options are ``**kwargs``
+    accepts anything.
+    """
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return
+    named = [
+        name
+        for name, p in params.items()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and name not in _STANDARD_PARAMS
+    ]
+    has_var_kw = any(p.kind == p.VAR_KEYWORD for p in params.values())
+    if has_var_kw and not named:
+        return
+    unknown = sorted(set(kwargs) - set(named))
+    if unknown:
+        accepted = ", ".join(named) or "(none)"
+        raise RewardConfigError(f"{what}: unexpected kwargs {unknown}; accepted: {accepted}")
+
+
+class ComposedReward:
+    """Callable with the component signature ``(solution_str, ground_truth, extra_info=None, **kw)``."""
+
+    def __init__(self, components: Sequence[RewardComponent]):
+        if not components:
+            raise RewardConfigError("a composed reward needs at least one component")
+        self.components = tuple(components)
+
+    def __call__(self, solution_str, ground_truth, extra_info=None, **kwargs) -> dict:
+        total = 0.0
+        first_error = None
+        result: dict = {}
+        for component in self.components:
+            score, outputs = _run(component, solution_str, ground_truth, extra_info)
+            total += component.weight * score
+            result[component.key] = score
+            for name, value in outputs.items():
+                result[f"{component.key}/{name}"] = value
+            if first_error is None and outputs.get("error_type") is not None:
+                first_error = outputs["error_type"]
+        if not math.isfinite(total):
+            total, first_error = 0.0, first_error or "compose:non_finite_score"
+        return {"score": total, "error_type": first_error, **result}
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{c.weight:g} x {c.key}" for c in self.components)
+        return f"ComposedReward({parts})"
+
+
+def _run(component: RewardComponent, solution_str, ground_truth, extra_info) -> tuple[float, dict]:
+    try:
+        out = component.fn(solution_str, ground_truth, extra_info, **component.kwargs)
+    except Exception as exc:  # a bug in a (user) component must not stop training; it shows in the logs
+        logger.warning("reward component %s raised %s: %s", component.key, type(exc).__name__, exc)
+        return 0.0, {"error_type": f"{component.key}:exception:{type(exc).__name__}"}
+    if isinstance(out, Mapping):
+        raw_score = out.get("score", 0.0)
+        outputs = {k: v for k, v in out.items() if k != "score" and _is_scalar(v)}
+        outputs.setdefault("error_type", None)
+    else:
+        raw_score, outputs = out, {"error_type": None}
+    try:
+        score = float(raw_score)
+    except (TypeError, ValueError):
+        score = math.nan
+    if not math.isfinite(score):
+        outputs["error_type"] = f"{component.key}:non_finite_score"
+        score = 0.0
+    return score, outputs
+
+
+def _is_scalar(value) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def load_reward(spec) -> ComposedReward:
+    """Build a ComposedReward from a list of component dicts, a dict with ``components``, or a YAML path."""
+    if isinstance(spec, (str, os.PathLike)):
+        return load_reward_config(spec)
+    spec = _plain(spec)
+    if isinstance(spec, Mapping):
+        extra = set(spec) - {"components"}
+        if "components" not in spec or extra:
+            raise RewardConfigError(f"a reward config is a mapping with only 'components'; got keys {sorted(spec)}")
+        spec = spec["components"]
+    if not isinstance(spec, list) or not spec:
+        raise RewardConfigError(f"'components' must be a non-empty list, got {type(spec).__name__}")
+    components = [_component(entry, index) for index, entry in enumerate(spec)]
+    keys = [c.key for c in components]
+    duplicates = sorted({k for k in keys if keys.count(k) > 1})
+    if duplicates:
+        raise RewardConfigError(f"duplicate component keys {duplicates}; give each a distinct 'key'")
+    return ComposedReward(components)
+
+
+def load_reward_config(path: str | os.PathLike) -> ComposedReward:
+    """Load a YAML reward config (see the module docstring)."""
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = yaml.safe_load(handle)
+    except OSError as exc:
+        raise RewardConfigError(f"cannot read reward config {os.fspath(path)!r}: {exc}") from exc
+    except yaml.YAMLError as exc:
+        raise RewardConfigError(f"reward config {os.fspath(path)!r} is not valid YAML: {exc}") from exc
+    try:
+        return load_reward(data)
+    except RewardConfigError as exc:
+        raise RewardConfigError(f"{os.fspath(path)}: {exc}") from None
+
+
+def _component(entry, index: int) -> RewardComponent:
+    where = f"component {index}"
+    if isinstance(entry, str):
+        entry = {"name": entry}
+    if not isinstance(entry, Mapping):
+        raise RewardConfigError(f"{where}: expected a mapping with 'name', got {entry!r}")
+    unknown = set(entry) - _COMPONENT_FIELDS
+    if unknown:
+        raise RewardConfigError(f"{where}: unknown fields {sorted(unknown)}; allowed: {sorted(_COMPONENT_FIELDS)}")
+    name = entry.get("name")
+    if not isinstance(name, str) or not name:
+        raise RewardConfigError(f"{where}: 'name' must be a non-empty string, got {name!r}")
+    where = f"component {index} ({name})"
+    try:
+        fn = REWARDS.get(name)
+    except RegistryError as exc:
+        raise RewardConfigError(f"{where}: {exc}") from None
+    if not callable(fn):
+        raise RewardConfigError(f"{where}: {name!r} is not callable")
+    weight = entry.get("weight", 1.0)
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
+        raise RewardConfigError(f"{where}: 'weight' must be a finite number, got {weight!r}")
+    kwargs = entry.get("kwargs") or {}
+    if not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs):
+        raise RewardConfigError(f"{where}: 'kwargs' must be a mapping of names to values, got {kwargs!r}")
+    check_kwargs(fn, kwargs, what=where)
+    key = entry.get("key") or name.rpartition(":")[2]
+    if not isinstance(key, str) or "/" in key or key in ("score", "error_type"):
+        raise RewardConfigError(f"{where}: bad key {key!r} (a string without '/', not 'score' or 'error_type')")
+    try:  # bad kwarg values (an unknown mode, ...) surface here, not in the middle of training
+        fn("", None, None, **kwargs)
+    except Exception as exc:
+        raise RewardConfigError(
+            f"{where}: raised on a trial call with an empty response and no ground truth "
+            f"(a reward must never raise on its inputs): {type(exc).__name__}: {exc}"
+        ) from exc
+    return RewardComponent(name=name, fn=fn, weight=float(weight), kwargs=dict(kwargs), key=key)
+
+
+def _plain(value):
+    """OmegaConf containers (verl's reward_kwargs) and tuples -> plain dicts and lists."""
+    if isinstance(value, (str, bytes)):
+        return value
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, Sequence):
+        return [_plain(v) for v in value]
+    return value
