@@ -12,6 +12,10 @@ import sys
 
 COMMAND_MODULES = (
     "agentic_verl.commands.doctor",
+    "agentic_verl.commands.index",
+    "agentic_verl.commands.data",
+    "agentic_verl.commands.serve",
+    "agentic_verl.commands.view",
 )
 
 

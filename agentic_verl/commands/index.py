@@ -1,0 +1,96 @@
+"""`agentic-verl index build | info | search`: build an index folder from a corpus, inspect it, try a query."""
+
+from __future__ import annotations
+
+import json
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("index", help="build / inspect / query a retrieval index (bm25s, lucene, dense, hybrid)")
+    sub = parser.add_subparsers(dest="index_command", metavar="INDEX_COMMAND")
+
+    p = sub.add_parser("build", help="index a JSONL corpus into a folder (backend files + index_meta.json)",
+                       description="Corpus: JSONL, one passage per line, {\"id\", \"contents\": \"Title\\ntext\"} or "
+                       "{\"id\", \"title\", \"text\"}. Backend options go as -o KEY=VALUE (values parsed as JSON when "
+                       "they are JSON), e.g. -o k1=0.9 -o b=0.4; `index build --backend NAME --list-options` lists them.")
+    p.add_argument("--corpus", required=False, help="corpus JSONL (.gz accepted)")
+    p.add_argument("--out", required=False, help="output index folder")
+    p.add_argument("--backend", default="bm25s", help="bm25s (default), lucene, dense, hybrid, or module:Class")
+    p.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE", help="a backend option")
+    p.add_argument("--overwrite", action="store_true", help="replace a non-empty --out folder")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--list-options", action="store_true", help="print the backend's options and exit")
+    p.set_defaults(handler=_build)
+
+    p = sub.add_parser("info", help="print an index folder's index_meta.json")
+    p.add_argument("index", help="index folder")
+    p.set_defaults(handler=_info)
+
+    p = sub.add_parser("search", help="run queries against an index folder (no server) and print the passages")
+    p.add_argument("index", help="index folder")
+    p.add_argument("queries", nargs="+", help="one or more queries")
+    p.add_argument("--topk", type=int, default=3)
+    p.set_defaults(handler=_search)
+
+    parser.set_defaults(handler=lambda args: parser.print_help() or 2)
+
+
+def parse_options(items: list[str]) -> dict:
+    """["k1=0.9", "stemmer=porter"] -> {"k1": 0.9, "stemmer": "porter"}."""
+    options = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"bad backend option {item!r}: expected KEY=VALUE")
+        try:
+            options[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key.strip()] = value
+    return options
+
+
+def _build(args) -> int:
+    from agentic_verl.retrieval.index import backend_class, build_index
+
+    if args.list_options:
+        cls = backend_class(args.backend)
+        options = getattr(cls, "OPTIONS", None)
+        if not options:
+            print(f"{args.backend}: see the docstring of {cls.__module__}.{cls.__qualname__}")
+        for key, help_text in (options or {}).items():
+            print(f"  {key:12s} {help_text}")
+        return 0
+    if not args.corpus or not args.out:
+        raise ValueError("index build needs --corpus and --out")
+    options = parse_options(args.option)
+    try:
+        meta = build_index(args.corpus, args.out, args.backend, overwrite=args.overwrite,
+                           show_progress=not args.no_progress, **options)
+    except TypeError as exc:  # an unknown keyword for the backend's build()
+        raise ValueError(f"backend {args.backend!r}: {exc}") from None
+    print(json.dumps(meta, indent=2))
+    print(f"index: {meta['passages']} passages ({meta['backend']}) in {args.out}, {meta['build_seconds']} s")
+    return 0
+
+
+def _info(args) -> int:
+    from agentic_verl.retrieval.index import read_meta
+
+    print(json.dumps(read_meta(args.index), indent=2))
+    return 0
+
+
+def _search(args) -> int:
+    from agentic_verl.retrieval.formatting import format_passages
+    from agentic_verl.retrieval.index import load_index
+
+    index = load_index(args.index)
+    try:
+        for query, passages in zip(args.queries, index.search(args.queries, args.topk), strict=True):
+            print(f"== {query}")
+            for passage in passages:
+                print(f"   [{passage.score:.3f}] id={passage.id}")
+            print(format_passages(passages) or "(no passages)")
+    finally:
+        index.close()
+    return 0

@@ -1,0 +1,196 @@
+"""The `/retrieve` HTTP server (FastAPI + uvicorn) over a `RetrievalService`.
+
+Endpoints:
+  POST /retrieve  {"queries": [...], "topk": 3, "return_scores": false}
+                  -> {"result": [[{"document": {"id", "contents"}, "score": s}, ...] per query]}
+                  (entries are just the documents when return_scores is false, as in Search-R1)
+  GET  /health    {"status": "ok", "mode", "index": index_meta, "limits", ...}; 503 when the worker died
+  GET  /metrics   request counts by status, latency histogram, cache hits/misses, batch sizes
+
+Bad input (malformed JSON, invalid UTF-8, wrong types, limits) gets a 4xx `{"error": "...", "status": n}`
+that says what is wrong; an exception in a backend gets a 500 with the reason, and the server stays up.
+
+`ServerProcess` starts `agentic-verl serve retrieval` in a subprocess on a free loopback port and waits for
+/health (used by tests, evaluations and notebooks).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr, ValidationError
+
+from agentic_verl.retrieval.service import RequestError, RetrievalService, validate
+
+logger = logging.getLogger(__name__)
+
+
+class RetrieveRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    queries: list[StrictStr]
+    topk: StrictInt = 3
+    return_scores: StrictBool = False
+
+
+def parse_request(body: bytes) -> RetrieveRequest:
+    """Decode and type-check a request body; RequestError (400 / 422) says what is wrong."""
+    if not body.strip():
+        raise RequestError(400, 'empty request body; expected JSON like {"queries": ["..."], "topk": 3}')
+    try:
+        return RetrieveRequest.model_validate_json(body)
+    except ValidationError as exc:
+        problems, status = [], 422
+        for error in exc.errors(include_url=False)[:5]:
+            if error["type"] == "json_invalid":
+                status = 400
+                problems.append(f"body is not valid JSON (or not UTF-8): {error['msg']}")
+            elif error["type"] == "model_type":
+                problems.append('body must be a JSON object like {"queries": ["..."], "topk": 3}')
+            else:
+                where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"])
+                where = where.lstrip(".") or "body"
+                problems.append(f"{where}: {error['msg']}")
+        more = f" (and {exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
+        raise RequestError(status, "; ".join(problems) + more) from None
+
+
+def create_app(service: RetrievalService):
+    """The FastAPI app; closing it (lifespan shutdown) closes the service."""
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        yield
+        service.close()
+
+    app = FastAPI(title="agentic_verl retrieval", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.state.service = service
+
+    async def read_body(request: Request) -> bytes:
+        limit = service.limits.max_body_bytes
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise RequestError(413, f"request body is {declared} bytes; the limit is {limit}")
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise RequestError(413, f"request body is over the limit of {limit} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    @app.post("/retrieve")
+    async def retrieve(request: Request):
+        started, status = time.perf_counter(), 200
+        try:
+            parsed = parse_request(await read_body(request))
+            validate(parsed.queries, parsed.topk, service.limits)
+            results = await service.search(parsed.queries, parsed.topk)
+            if parsed.return_scores:
+                payload = [[{"document": {"id": p.id, "contents": p.contents}, "score": p.score} for p in passages]
+                           for passages in results]
+            else:
+                payload = [[{"id": p.id, "contents": p.contents} for p in passages] for passages in results]
+            return JSONResponse({"result": payload})
+        except RequestError as exc:
+            status = exc.status
+            return JSONResponse({"error": str(exc), "status": status}, status_code=status)
+        except Exception as exc:  # a backend failure: answer 500 with the reason and keep serving
+            status = 500
+            logger.exception("retrieval failed")
+            return JSONResponse({"error": f"retrieval failed: {type(exc).__name__}: {exc}", "status": 500},
+                                  status_code=500)
+        finally:
+            service.metrics.observe_request(status, time.perf_counter() - started)
+
+    @app.get("/health")
+    async def health():
+        ok = service.healthy()
+        return JSONResponse({"status": "ok" if ok else "unhealthy", **service.describe()},
+                              status_code=200 if ok else 503)
+
+    @app.get("/metrics")
+    async def metrics():
+        return JSONResponse(service.metrics.snapshot())
+
+    return app
+
+
+def serve(service: RetrievalService, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning") -> None:
+    """Run the server until interrupted (SIGINT / SIGTERM), then close the service."""
+    import uvicorn
+
+    config = uvicorn.Config(create_app(service), host=host, port=port, log_level=log_level, access_log=False,
+                            timeout_graceful_shutdown=5)
+    try:
+        uvicorn.Server(config).run()
+    finally:
+        service.close()
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+class ServerProcess:
+    """`agentic-verl serve retrieval ARGS` in a subprocess on 127.0.0.1:<free port>; a context manager.
+
+    >>> # with ServerProcess(["--index", "my_index"]) as server: RetrievalClient(server.url) ...
+    """
+
+    def __init__(self, args: list[str], port: int | None = None, startup_timeout_s: float = 60.0,
+                 log_path: str | Path | None = None):
+        self.host, self.port = "127.0.0.1", port or free_port()
+        self.url = f"http://{self.host}:{self.port}"
+        self._args, self._timeout, self._log_path = list(args), startup_timeout_s, log_path
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> ServerProcess:
+        import httpx
+
+        command = [sys.executable, "-m", "agentic_verl.cli", "serve", "retrieval", *self._args,
+                   "--host", self.host, "--port", str(self.port)]
+        log = open(self._log_path, "wb") if self._log_path else subprocess.DEVNULL  # noqa: SIM115
+        self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT if self._log_path else None,
+                                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        if self._log_path:
+            log.close()
+        deadline = time.monotonic() + self._timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"retrieval server exited with {self.process.returncode}: {' '.join(command)}")
+            try:
+                if httpx.get(self.url + "/health", timeout=1.0, trust_env=False).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise TimeoutError(f"retrieval server not healthy on {self.url} after {self._timeout}s")
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()  # only after a graceful stop was refused
+            self.process.wait(timeout=5)
+
+    def __enter__(self) -> ServerProcess:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
