@@ -16,7 +16,6 @@ COMMAND_MODULES = (
     "agentic_verl.commands.data",
     "agentic_verl.commands.serve",
     "agentic_verl.commands.view",
-    "agentic_verl.commands.view",
 )
 
 
