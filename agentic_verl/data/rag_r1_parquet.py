@@ -1,0 +1,65 @@
+"""QA records -> verl RL parquet for the `rag_r1` agent loop.
+
+Each row is what verl's RLHFDataset and our agent loop read:
+
+    data_source   "toy_world" | "hotpotqa" | ...     (routes the reward function's metrics)
+    prompt        [{"role": "user", "content": <RAG-R1 instructions + question>}]
+    ability       "fact-reasoning"
+    reward_model  {"style": "rule", "ground_truth": {"target": [gold answers]}}
+    extra_info    {"index", "split", "id", "question", "mode", "hops"?}
+    agent_name    "rag_r1"
+
+The instructions come from `agentic_verl.agent_loops.prompts` (the same text the agent loop was written for), in
+its single-query (`sq`) or multi-query (`mq`) variant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+AGENT_NAME = "rag_r1"
+ABILITY = "fact-reasoning"
+MODES = ("sq", "mq")
+
+
+def prompt_messages(question: str, mode: str = "sq") -> list[dict]:
+    """The chat messages the policy sees for `question` (one user turn, as in RAG-R1)."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; known: {list(MODES)}")
+    from agentic_verl.agent_loops.prompts import rag_r1_messages
+
+    return rag_r1_messages(question, mode=mode)
+
+
+def to_rows(records: Iterable[dict], split: str, data_source: str, mode: str = "sq") -> list[dict]:
+    """verl rows for normalised QA records (`{id, question, golden_answers, ...}`), indexed from 0."""
+    rows = []
+    for index, rec in enumerate(records):
+        question = rec["question"].strip()
+        extra = {"index": index, "split": split, "id": str(rec["id"]), "question": question, "mode": mode}
+        if "hops" in rec:
+            extra["hops"] = int(rec["hops"])
+        rows.append({
+            "data_source": rec.get("data_source") or data_source,
+            "prompt": prompt_messages(question, mode),
+            "ability": ABILITY,
+            "reward_model": {"style": "rule", "ground_truth": {"target": list(rec["golden_answers"])}},
+            "extra_info": extra,
+            "agent_name": AGENT_NAME,
+        })
+    return rows
+
+
+def write_parquet(rows: list[dict], path: str | Path) -> Path:
+    import pandas as pd
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_parquet(path, index=False)
+    return path
+
+
+def default_data_source(questions_path: str | Path) -> str:
+    """FlashRAG keeps each dataset in its own folder (`hotpotqa/dev.jsonl`): the folder name is the source."""
+    return Path(questions_path).resolve().parent.name or "qa"
