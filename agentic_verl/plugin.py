@@ -24,6 +24,8 @@ class Component:
 # One line per registered component. doctor checks each one in a fresh interpreter.
 COMPONENTS: tuple[Component, ...] = (
     Component("reward_manager", "agentic_trace", "agentic_verl.agent_loops.trace_reward"),
+    Component("platform", "cpu", "agentic_verl.cpu.platform"),
+    Component("rollout", "hf", "agentic_verl.cpu.replica"),
 )
 
 # Filled by register_all(): module -> "ExceptionType: message" for components that failed to import.

@@ -1,0 +1,82 @@
+"""The two places in verl 0.9.1 that no public registry or hook reaches, adapted here and nowhere else.
+
+(1) is applied only in processes that run with VERL_PLATFORM=cpu (`platform.py`); (2) wherever the `hf`
+rollout backend is registered (`replica.py`, any device). Both are idempotent and leave verl's files
+untouched. Remove each one when verl grows the hook named in its comment.
+
+1. The process-group backend string. `verl.utils.distributed.initialize_global_process_group[_ray]`
+   build `f"cpu:gloo,{device}:{backend}"`; on the CPU platform that is "cpu:gloo,cpu:gloo", which
+   torch rejects (a device type named twice). The platform's `communication_backend_name()` cannot fix
+   it because the device part is always prefixed. We wrap both functions so that on the CPU platform
+   they ask torch for plain "gloo"; every other argument and the rest of their work are verl's own.
+   They are module attributes looked up at call time by `sft_trainer.main` and bound at import time by
+   `verl.workers.engine_workers` -- verl imports our plugin (`import verl`) before either, so the
+   wrapped versions are the ones bound.
+
+2. The in-worker rollout class. The trainer worker builds its rollout adapter with
+   `verl.workers.rollout.base.get_rollout_class(name, mode)`, which reads a module-private dict
+   `_ROLLOUT_REGISTRY` keyed by (name, mode); verl has no function to add to it (the replica side has
+   the public `RolloutReplicaRegistry`). `ActorRolloutRefWorker` is hard-wired in the trainer, so the
+   call cannot be avoided either. We add one entry, ("hf", "async") -> our adapter's dotted path, and
+   refuse to overwrite an entry someone else put there.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from datetime import timedelta
+
+HF_ROLLOUT_NAME = "hf"
+HF_ADAPTER_PATH = "agentic_verl.cpu.adapter.HFServerAdapter"
+
+
+def _cpu_device() -> bool:
+    from verl.utils.device import get_device_name
+
+    return get_device_name() == "cpu"
+
+
+def use_plain_gloo_on_cpu() -> None:
+    """Workaround 1 (see the module docstring)."""
+    import torch.distributed
+    import verl.utils.distributed as verl_distributed
+
+    original_ray = verl_distributed.initialize_global_process_group_ray
+    original_torchrun = verl_distributed.initialize_global_process_group
+    if getattr(original_ray, "__agentic_verl_wrapped__", False):
+        return
+
+    @functools.wraps(original_ray)
+    def initialize_global_process_group_ray(timeout_second=None, backend=None):
+        if backend is None and _cpu_device():
+            backend = "gloo"
+        return original_ray(timeout_second=timeout_second, backend=backend)
+
+    @functools.wraps(original_torchrun)
+    def initialize_global_process_group(timeout_second=36000):
+        if not _cpu_device():
+            return original_torchrun(timeout_second=timeout_second)
+        # verl's body, with backend "gloo" (no set_device on CPU).
+        torch.distributed.init_process_group(
+            backend="gloo",
+            timeout=timedelta(seconds=timeout_second),
+            init_method=os.environ.get("DIST_INIT_METHOD", None),
+        )
+        return int(os.environ["LOCAL_RANK"]), int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+
+    initialize_global_process_group_ray.__agentic_verl_wrapped__ = True
+    verl_distributed.initialize_global_process_group_ray = initialize_global_process_group_ray
+    verl_distributed.initialize_global_process_group = initialize_global_process_group
+
+
+def register_rollout_adapter() -> None:
+    """Workaround 2 (see the module docstring)."""
+    from verl.workers.rollout import base as rollout_base
+
+    key = (HF_ROLLOUT_NAME, "async")
+    current = rollout_base._ROLLOUT_REGISTRY.get(key)
+    if current is not None and current != HF_ADAPTER_PATH:
+        raise RuntimeError(f"verl's rollout registry already maps {key} to {current}")
+    rollout_base._ROLLOUT_REGISTRY[key] = HF_ADAPTER_PATH
+
