@@ -45,6 +45,7 @@ __all__ = [
     "check_kwargs",
     "load_reward",
     "load_reward_config",
+    "verl_compute_score",
 ]
 
 logger = logging.getLogger(__name__)
@@ -92,6 +93,33 @@ def check_kwargs(fn: Callable, kwargs: Mapping, *, what: str) -> None:
     if unknown:
         accepted = ", ".join(named) or "(none)"
         raise RewardConfigError(f"{what}: unexpected kwargs {unknown}; accepted: {accepted}")
+
+
+def verl_compute_score(component: Callable[..., dict], *, what: str | None = None) -> Callable[..., dict]:
+    """Wrap a reward component as verl's ``compute_score(data_source, solution_str, ground_truth, extra_info, **kw)``.
+
+    ``kw`` are verl's ``reward.custom_reward_function.reward_kwargs`` (checked against the component's
+    options on every call, a bad one raises RewardConfigError) plus verl's own call-time extras, which
+    are dropped. ``data_source`` is not used.
+
+    >>> from agentic_verl.rewards.qa import qa_em
+    >>> compute_score = verl_compute_score(qa_em)
+    >>> compute_score("nq", "<answer>Paris</answer>", {"target": ["paris"]}, {}, reward_router_address=None)
+    {'score': 1.0, 'error_type': None}
+    """
+    label = what or getattr(component, "__name__", repr(component))
+    checked: set[frozenset] = set()
+
+    def compute_score(data_source=None, solution_str="", ground_truth=None, extra_info=None, **kwargs) -> dict:
+        options = {k: v for k, v in kwargs.items() if k not in VERL_CALL_KWARGS}
+        keys = frozenset(options)
+        if keys not in checked:
+            check_kwargs(component, options, what=f"{label} reward_kwargs")
+            checked.add(keys)
+        return component(solution_str, ground_truth, extra_info, **options)
+
+    compute_score.__doc__ = f"verl's compute_score for the reward component {label}."
+    return compute_score
 
 
 class ComposedReward:
