@@ -178,8 +178,8 @@ def _tokens(t: dict) -> str:
             text = "[" + " ".join(map(str, run[:_MAX_IDS_SHOWN])) + (" …" if len(run) > _MAX_IDS_SHOWN else "") + "]"
         label = "policy" if kind == "policy" else "tool/observation"
         spans.append(f'<span class="tok {kind}" title="{label} tokens {start}–{start + count - 1} ({count})">{_e(text)}</span>')
-    legend = ('<div class="legend meta"><span class="tok policy">policy tokens (mask 1)</span>'
-              '<span class="tok obs">tool / observation tokens (mask 0)</span></div>')
+    legend = ('<div class="legend meta"><span class="tok policy key">policy tokens (mask 1)</span>'
+              '<span class="tok obs key">tool / observation tokens (mask 0)</span></div>')
     return f'<details open><summary>response tokens ({len(ids)})</summary>{legend}<div class="tokens">{"".join(spans)}</div></details>'
 
 
