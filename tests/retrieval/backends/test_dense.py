@@ -1,0 +1,148 @@
+"""The dense backend with the real offline all-MiniLM-L6-v2 and faiss, on a ~200-passage corpus."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _backends_testlib import DOG, KITTEN, PARAPHRASE_QUERY, RARE, make_passages, run_without
+
+from agentic_verl.retrieval.backends.dense import BGE_QUERY_INSTRUCTION, resolve_family
+from agentic_verl.retrieval.index import build_index, load_index, read_meta
+
+pytestmark = pytest.mark.dense
+
+
+@pytest.fixture(scope="module")
+def flat_dir(corpus_path, tmp_path_factory):
+    out = tmp_path_factory.mktemp("dense") / "flat"
+    build_index(corpus_path, out, "dense", show_progress=False)
+    return out
+
+
+@pytest.fixture(scope="module")
+def flat(flat_dir):
+    opened = load_index(flat_dir)
+    yield opened
+    opened.close()
+
+
+def test_paraphrase_ranks_first(flat):
+    hits = flat.search([PARAPHRASE_QUERY], topk=5)[0]
+    assert hits[0].id == KITTEN[0]  # no content word in common with the passage
+    assert hits[0].score > hits[1].score
+    assert flat.search(["a pet barking at the postman"], topk=1)[0][0].id == DOG[0]
+    assert flat.search(["small marsupial animal on an island"], topk=1)[0][0].id == RARE[0]
+
+
+def test_scores_are_cosine_similarities_best_first(flat):
+    results = flat.search([PARAPHRASE_QUERY, "cider brewing town"], topk=10)
+    for hits in results:
+        assert len(hits) == 10
+        assert all(a.score >= b.score for a, b in zip(hits, hits[1:], strict=False))
+        assert all(-1.0 - 1e-5 <= p.score <= 1.0 + 1e-5 for p in hits)
+    assert "brewing cider" in results[1][0].contents
+
+
+def test_topk_larger_than_the_corpus_returns_every_passage_once(flat):
+    hits = flat.search(["anything"], topk=500)[0]
+    assert len(hits) == len({p.id for p in hits}) == 203
+
+
+def test_meta_and_stored_embeddings(flat_dir, flat):
+    meta = read_meta(flat_dir)
+    assert meta["backend"] == "dense" and meta["passages"] == 203
+    assert meta["model"] == "sentence-transformers/all-MiniLM-L6-v2" and meta["model_family"] == "plain"
+    assert (meta["query_prefix"], meta["passage_prefix"]) == ("", "")
+    assert meta["dim"] == 384 and meta["normalized"] is True and meta["metric"] == "inner_product"
+    assert meta["faiss_index"] == "flat" and not (flat_dir / "index.faiss").exists()
+    embeddings = np.load(flat_dir / "embeddings.npy")
+    assert embeddings.shape == (203, 384) and embeddings.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(embeddings, axis=1), 1.0, atol=1e-4)
+    # row i is passage i of the corpus, encoded without a prefix
+    row = [pid for pid, _ in make_passages()].index(KITTEN[0])
+    np.testing.assert_allclose(embeddings[row], flat.backend.encoder.passages([KITTEN[1]])[0], atol=1e-5)
+
+
+def test_reload_from_disk_gives_the_same_results(flat, flat_dir):
+    queries = [PARAPHRASE_QUERY, "honey bread", "clock repair"]
+    before = [[(p.id, round(p.score, 5)) for p in hits] for hits in flat.search(queries, topk=5)]
+    reopened = load_index(flat_dir)
+    try:
+        after = [[(p.id, round(p.score, 5)) for p in hits] for hits in reopened.search(queries, topk=5)]
+    finally:
+        reopened.close()
+    assert after == before
+
+
+@pytest.mark.parametrize(
+    ("model", "family", "expected"),
+    [
+        ("intfloat/e5-base-v2", "auto", "e5"),  # e5 by name
+        ("intfloat/multilingual-e5-small", "auto", "e5"),
+        ("BAAI/bge-large-en-v1.5", "auto", "bge"),  # bge by name
+        ("sentence-transformers/all-MiniLM-L6-v2", "auto", "plain"),
+        ("some/model", "e5", "e5"),  # explicit family wins
+        ("my-e5less-model", "auto", "plain"),  # "e5" must be a name part, not a substring
+    ],
+)
+def test_model_family_resolution(model, family, expected):
+    assert resolve_family(model, family) == expected
+
+
+def test_unknown_family_and_faiss_index_are_errors(corpus_path, tmp_path):
+    with pytest.raises(ValueError, match="unknown model_family 'colbert'"):
+        resolve_family("x", "colbert")
+    with pytest.raises(ValueError, match="unknown faiss_index 'pq'"):
+        build_index(corpus_path, tmp_path / "x", "dense", show_progress=False, faiss_index="pq")
+
+
+def test_e5_prefixes_with_hnsw(corpus_path, tmp_path, flat):
+    out = tmp_path / "e5"
+    meta = build_index(corpus_path, out, "dense", show_progress=False, model_family="e5", faiss_index="hnsw")
+    assert (meta["query_prefix"], meta["passage_prefix"]) == ("query: ", "passage: ")
+    assert meta["faiss_index"] == "hnsw" and meta["hnsw_m"] == 32 and (out / "index.faiss").exists()
+    index = load_index(out)
+    try:
+        encoder = index.backend.encoder
+        row = [pid for pid, _ in make_passages()].index(KITTEN[0])
+        stored = np.load(out / "embeddings.npy")[row]
+        np.testing.assert_allclose(stored, flat.backend.encoder.passages(["passage: " + KITTEN[1]])[0], atol=1e-5)
+        assert not np.allclose(stored, flat.backend.encoder.passages([KITTEN[1]])[0], atol=1e-3)
+        np.testing.assert_allclose(encoder.queries(["q"])[0], flat.backend.encoder.queries(["query: q"])[0],
+                                   atol=1e-5)
+        assert index.backend.index.hnsw.efSearch == meta["ef_search"]
+        assert index.search([PARAPHRASE_QUERY], topk=1)[0][0].id == KITTEN[0]
+    finally:
+        index.close()
+
+
+def test_bge_query_instruction_with_ivf(corpus_path, tmp_path, flat):
+    out = tmp_path / "bge"
+    meta = build_index(corpus_path, out, "dense", show_progress=False, model_family="bge", faiss_index="ivf",
+                       ivf_nlist=4, ivf_nprobe=4)
+    assert meta["query_prefix"] == BGE_QUERY_INSTRUCTION == "Represent this sentence for searching relevant passages: "
+    assert meta["passage_prefix"] == "" and (meta["ivf_nlist"], meta["ivf_nprobe"]) == (4, 4)
+    np.testing.assert_allclose(np.load(out / "embeddings.npy"), np.load(flat.path / "embeddings.npy"), atol=1e-5)
+    index = load_index(out)
+    try:
+        assert index.backend.index.nprobe == 4  # all cells: exact, so the same ranking as flat
+        np.testing.assert_allclose(index.backend.encoder.queries(["q"])[0],
+                                   flat.backend.encoder.queries([BGE_QUERY_INSTRUCTION + "q"])[0], atol=1e-5)
+        assert index.search([PARAPHRASE_QUERY], topk=1)[0][0].id == KITTEN[0]
+    finally:
+        index.close()
+
+
+@pytest.mark.parametrize("blocked", ["faiss", "sentence_transformers"])
+def test_missing_extra_names_the_pip_command(corpus_path, tmp_path, blocked):
+    result = run_without([blocked], f"""
+        from agentic_verl.extras import MissingExtraError
+        from agentic_verl.retrieval.index import build_index
+        try:
+            build_index({str(corpus_path)!r}, {str(tmp_path / "x")!r}, "dense", show_progress=False)
+        except MissingExtraError as exc:
+            print("ERROR:", exc)
+    """)
+    assert result.returncode == 0, result.stderr
+    assert "ERROR:" in result.stdout and "pip install 'agentic_verl[dense]'" in result.stdout
+    assert blocked in result.stdout
