@@ -1,0 +1,87 @@
+"""The `bfcl_ast` reward component: 1.0 when BFCL's AST checker would accept the output, else 0.0.
+
+>>> import json
+>>> functions = [{"name": "add", "parameters": {"type": "dict", "required": ["a", "b"],
+...               "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}}]
+>>> answer = json.dumps([{"add": {"a": [1], "b": [2]}}])
+>>> bfcl_ast("[add(a=1, b=2)]", answer, {"functions": functions, "category": "simple_python"})["score"]
+1.0
+>>> bfcl_ast("[add(a=1)]", answer, {"functions": functions, "category": "simple_python"})["error_type"]
+'bfcl:missing_required'
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+
+from agentic_verl.rewards.bfcl.match import ast_match
+from agentic_verl.rewards.registry import REWARDS
+
+# BFCL's error type -> ours (namespaced, stable, few enough to aggregate as metrics).
+_ERROR_TYPES = {
+    "simple_function_checker:wrong_func_name": "bfcl:wrong_func_name",
+    "simple_function_checker:missing_required": "bfcl:missing_required",
+    "simple_function_checker:unexpected_param": "bfcl:unexpected_param",
+    "simple_function_checker:missing_optional": "bfcl:missing_optional",
+    "simple_function_checker:wrong_count": "bfcl:wrong_count",
+    "multiple_function_checker:wrong_count": "bfcl:wrong_count",
+    "parallel_function_checker_no_order:wrong_count": "bfcl:wrong_count",
+    "parallel_function_checker_no_order:cannot_find_match": "bfcl:no_parallel_match",
+    "ast_decoder:decoder_failed": "bfcl:decode_failed",
+    "ast_decoder:decoder_wrong_output_format": "bfcl:wrong_format",
+    "irrelevance_error:decoder_success": "bfcl:call_when_irrelevant",
+    "relevance_error:decoder_failed": "bfcl:no_call",
+}
+
+
+def error_type_of(bfcl_error_type: str | None) -> str | None:
+    """Namespace a BFCL error type: type_error:* -> bfcl:type_error, value_error:* / *dict_checker:* -> bfcl:value_error."""
+    if bfcl_error_type is None:
+        return None
+    if bfcl_error_type in _ERROR_TYPES:
+        return _ERROR_TYPES[bfcl_error_type]
+    if bfcl_error_type.startswith("bfcl:"):
+        return bfcl_error_type
+    if bfcl_error_type.startswith("type_error:"):
+        return "bfcl:type_error"
+    return "bfcl:value_error"
+
+
+@lru_cache(maxsize=4096)
+def _loads(text: str):
+    return json.loads(text)
+
+
+def _json(value):
+    """Accept a JSON string (parquet columns often hold one) or the object itself; cached per string."""
+    if isinstance(value, str):
+        return _loads(value)
+    if hasattr(value, "tolist"):  # numpy arrays from parquet
+        return value.tolist()
+    return value
+
+
+@REWARDS.register("bfcl_ast")
+def bfcl_ast(solution_str, ground_truth, extra_info=None, **kwargs) -> dict:
+    """Reward component: `ground_truth` is BFCL's possible-answer list (or its JSON string); `extra_info` has
+    `functions` (list or JSON string), `category` and optionally `language`. Never raises."""
+    try:
+        info = extra_info if isinstance(extra_info, dict) else {}
+        category = info.get("category", kwargs.get("category", "simple_python"))
+        language = info.get("language") or kwargs.get("language") or "python"
+        functions = _json(info.get("functions", kwargs.get("functions")))
+        possible_answer = _json(ground_truth)
+        if isinstance(possible_answer, dict) and "ground_truth" in possible_answer:
+            possible_answer = possible_answer["ground_truth"]
+        result = ast_match(solution_str, functions, possible_answer, category, language)
+    except (ValueError, TypeError, AttributeError) as exc:  # unreadable JSON or a nonsense extra_info
+        result = {"valid": False, "error_type": "bfcl:bad_ground_truth", "errors": [f"{type(exc).__name__}: {exc}"]}
+    except Exception as exc:  # never raise from a reward; the type says where it came from
+        result = {"valid": False, "error_type": "bfcl:internal_error", "errors": [f"{type(exc).__name__}: {exc}"]}
+    return {
+        "score": 1.0 if result["valid"] else 0.0,
+        "error_type": error_type_of(result["error_type"]),
+        "bfcl_error_type": result["error_type"],
+        "bfcl_valid": bool(result["valid"]),
+    }
