@@ -6,7 +6,7 @@ Each row is what verl's RLHFDataset and our agent loop read:
     prompt        [{"role": "user", "content": <RAG-R1 instructions + question>}]
     ability       "fact-reasoning"
     reward_model  {"style": "rule", "ground_truth": {"target": [gold answers]}}
-    extra_info    {"index", "split", "id", "question", "mode", "hops"?}
+    extra_info    {"index", "split", "id", "question", "hops"?, "rag_r1": {"mode": sq|mq}}
     agent_name    "rag_r1"
 
 The instructions come from `agentic_verl.agent_loops.prompts` (the same text the agent loop was written for), in
@@ -37,7 +37,8 @@ def to_rows(records: Iterable[dict], split: str, data_source: str, mode: str = "
     rows = []
     for index, rec in enumerate(records):
         question = rec["question"].strip()
-        extra = {"index": index, "split": split, "id": str(rec["id"]), "question": question, "mode": mode}
+        extra = {"index": index, "split": split, "id": str(rec["id"]), "question": question,
+                 AGENT_NAME: {"mode": mode}}  # the loop reads its per-sample settings here: same mode as the prompt
         if "hops" in rec:
             extra["hops"] = int(rec["hops"])
         rows.append({

@@ -32,7 +32,7 @@ def test_rows_have_the_columns_verl_and_the_loop_read(mode):
     assert row["prompt"] == [{"role": "user", "content": rag_r1_prompt("Who wrote Hamlet", mode=mode)}]
     assert row["reward_model"] == {"style": "rule", "ground_truth": {"target": ["Shakespeare"]}}
     assert row["extra_info"] == {"index": 0, "split": "test", "id": "q7", "question": "Who wrote Hamlet",
-                                 "mode": mode, "hops": 1}
+                                 "hops": 1, "rag_r1": {"mode": mode}}
 
 
 def test_unknown_mode():

@@ -1,0 +1,180 @@
+"""SFT cold-start data: correct search trajectories for toy-world questions, in the rollout's exact token layout.
+
+Each trajectory is produced by running the real `rag_r1` agent loop against the real retrieval server, with a
+scripted "server manager" in place of the policy: it returns the gold turns as token ids,
+
+    <think> I need to find information about {subject}. </think>\\n<search> {subject} </search>
+    [observation: what the loop retrieved and formatted]
+    (two-hop only) <think> {fact naming the bridge} Now I need to find information about {bridge}. </think>\\n<search> {bridge} </search>
+    [observation]
+    <think> {fact with the answer} </think>\\n<answer> {answer} </answer>
+
+so prompt tokens, stop-tag cuts, observation text and its tokenisation are the loop's own. A row is
+`input_ids = prompt_ids + response_ids` and `loss_mask = [0] * len(prompt_ids) + response_mask`: the policy's
+turns are learned, the prompt and every retrieved document are not (RAG-R1's "retrieved documents never in the
+target"). A trajectory is kept only when the loop's observations really contain the passages each turn relies on
+and the loop parsed the gold answer, so the data never teaches an answer the search did not show.
+
+Rows are read by `agentic_verl.data.sft_dataset.PretokenizedSFTDataset` in verl's SFT trainer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+
+_SENTENCE_RE = re.compile(r"[^.]*\.")
+
+
+class ScriptedServerManager:
+    """Answers the loop's `generate` calls with pre-written turns (token ids), in order."""
+
+    def __init__(self, tokenizer, turns: list[str], eos_token_id: int | None):
+        self.tokenizer, self.turns, self.eos_token_id = tokenizer, list(turns), eos_token_id
+        self.prompts: list[list[int]] = []
+
+    async def generate(self, request_id, *, prompt_ids, sampling_params, **kwargs):
+        from verl.workers.rollout.replica import TokenOutput
+
+        if len(self.prompts) >= len(self.turns):
+            raise RuntimeError(f"the loop asked for turn {len(self.prompts) + 1} of a {len(self.turns)}-turn script")
+        text = self.turns[len(self.prompts)]
+        self.prompts.append(list(prompt_ids))
+        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        if len(self.prompts) == len(self.turns) and self.eos_token_id is not None:
+            ids.append(self.eos_token_id)  # a policy stops with EOS; the loop cuts after </answer> anyway
+        return TokenOutput(token_ids=ids, log_probs=None, stop_reason="completed")
+
+
+def _sentence_with(text: str, needle: str) -> str:
+    for sentence in _SENTENCE_RE.findall(text):
+        if needle in sentence:
+            return sentence.strip()
+    raise ValueError(f"no sentence of {text!r} mentions {needle!r}")
+
+
+def gold_turns(question: dict, corpus: dict[str, str]) -> tuple[list[str], list[str]]:
+    """(policy turns, passage texts each search must retrieve) for a toy-world question with supporting_ids."""
+    passages = [corpus[pid].split("\n", 1) for pid in question["supporting_ids"]]
+    answer = question["golden_answers"][0]
+    subject = passages[0][0]
+    turns = [f"<think> I need to find information about {subject}. </think>\n<search> {subject} </search>"]
+    if len(passages) == 2:
+        bridge = passages[1][0]
+        fact = _sentence_with(passages[0][1], bridge.removeprefix("The "))
+        turns.append(f"<think> {fact} Now I need to find information about {bridge}. </think>\n"
+                     f"<search> {bridge} </search>")
+    fact = _sentence_with(passages[-1][1], answer)
+    turns.append(f"<think> {fact} </think>\n<answer> {answer} </answer>")
+    return turns, [p[1] for p in passages]
+
+
+def end_of_turn_id(tokenizer) -> int | None:
+    """The token the chat template puts right after an assistant message (what a chat policy stops with)."""
+    messages = [{"role": "user", "content": "u"}, {"role": "assistant", "content": "XYZ"}]
+    text = tokenizer.apply_chat_template(messages, tokenize=False)
+    after = text[text.rindex("XYZ") + 3:]
+    ids = tokenizer.encode(after, add_special_tokens=False)
+    return ids[0] if ids else tokenizer.eos_token_id
+
+
+async def build_trajectories(rows: list[dict], questions: list[dict], corpus: dict[str, str], *, tokenizer,
+                             retrieval_url: str, topk: int = 3, response_length: int = 1024,
+                             hf_model_type: str | None = None, concurrency: int = 8) -> tuple[list[dict], dict]:
+    """SFT rows (input_ids, loss_mask, ...) for `rows` (verl RL rows from rag_r1_parquet.to_rows) whose
+    toy-world `questions` (same order) have supporting_ids. Returns (rows, stats)."""
+    from agentic_verl.eval.loop_runner import loop_trainer_config, make_agent_loop, sample_kwargs
+
+    config = loop_trainer_config(response_length, custom={"rag_r1": {"retrieval_url": retrieval_url, "topk": topk}})
+    eos = end_of_turn_id(tokenizer)
+    stats = {"questions": len(rows), "kept": 0, "dropped_retrieval_miss": 0, "dropped_loop_mismatch": 0}
+    semaphore = asyncio.Semaphore(concurrency)
+
+    async def one(row: dict, question: dict) -> dict | None:
+        turns, needed = gold_turns(question, corpus)
+        server = ScriptedServerManager(tokenizer, turns, eos)
+        loop = make_agent_loop("rag_r1", tokenizer=tokenizer, server_manager=server, trainer_config=config,
+                               hf_model_type=hf_model_type)
+        async with semaphore:
+            out = await loop.run({"temperature": 1.0}, **sample_kwargs(row))
+        observations = _observation_texts(out.response_ids, out.response_mask, tokenizer)
+        if len(observations) != len(needed) or not all(n in o for n, o in zip(needed, observations, strict=True)):
+            stats["dropped_retrieval_miss"] += 1
+            return None
+        info = out.extra_fields.get("rag_r1", {})
+        if info.get("answer") != question["golden_answers"][0] or len(server.prompts) != len(turns):
+            stats["dropped_loop_mismatch"] += 1
+            return None
+        prompt, response, mask = list(out.prompt_ids), list(out.response_ids), list(out.response_mask)
+        return {
+            "input_ids": prompt + response,
+            "loss_mask": [0] * len(prompt) + mask,
+            "id": question["id"],
+            "question": question["question"],
+            "golden_answers": list(question["golden_answers"]),
+            "hops": question["hops"],
+            "num_tokens": len(prompt) + len(response),
+            "num_target_tokens": sum(mask),
+        }
+
+    results = await asyncio.gather(*(one(r, q) for r, q in zip(rows, questions, strict=True)))
+    kept = [r for r in results if r is not None]
+    stats["kept"] = len(kept)
+    if kept:
+        stats["max_tokens"] = max(r["num_tokens"] for r in kept)
+        stats["mean_tokens"] = round(sum(r["num_tokens"] for r in kept) / len(kept), 1)
+    return kept, stats
+
+
+def _observation_texts(response_ids, response_mask, tokenizer) -> list[str]:
+    """Decoded runs of mask-0 tokens (the loop's observations), in order."""
+    runs, current = [], []
+    for token, mask in zip(response_ids, response_mask, strict=True):
+        if mask == 0:
+            current.append(int(token))
+        elif current:
+            runs.append(current)
+            current = []
+    if current:
+        runs.append(current)
+    return [tokenizer.decode(run, skip_special_tokens=False) for run in runs]
+
+
+def write_sft_parquet(*, world_dir: Path, questions: Path, retrieval_url: str, tokenizer, out: Path, mode: str = "sq",
+                      topk: int = 3, limit: int | None = None, seed: int = 0) -> dict:
+    """Trajectories for the toy-world `questions` file -> `out` parquet; returns stats (also written next to it)."""
+    import random
+
+    import pandas as pd
+    from transformers import AutoTokenizer
+
+    from agentic_verl.data.rag_r1_parquet import to_rows
+    from agentic_verl.eval.loop_runner import model_type
+
+    records = [json.loads(line) for line in Path(questions).read_text().splitlines() if line.strip()]
+    if any("supporting_ids" not in r for r in records):
+        raise ValueError(f"{questions}: SFT trajectories need toy-world questions (with supporting_ids)")
+    if limit is not None and limit < len(records):
+        records = random.Random(seed).sample(records, limit)
+    corpus = {}
+    with open(Path(world_dir) / "corpus.jsonl", encoding="utf-8") as f:
+        for line in f:
+            doc = json.loads(line)
+            corpus[doc["id"]] = doc["contents"]
+    hf_type = None
+    if isinstance(tokenizer, (str, Path)):
+        hf_type = model_type(tokenizer) if (Path(tokenizer) / "config.json").is_file() else None
+        tokenizer = AutoTokenizer.from_pretrained(str(tokenizer))
+    rows = to_rows(records, split="train", data_source="toy_world", mode=mode)
+    kept, stats = asyncio.run(build_trajectories(rows, records, corpus, tokenizer=tokenizer,
+                                                 retrieval_url=retrieval_url, topk=topk, hf_model_type=hf_type))
+    if not kept:
+        raise ValueError(f"no correct trajectory could be built ({stats}); is {retrieval_url} serving this world?")
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(kept).to_parquet(out, index=False)
+    stats["out"] = str(out)
+    out.with_suffix(".stats.json").write_text(json.dumps(stats, indent=1) + "\n")
+    return stats

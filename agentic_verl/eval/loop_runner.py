@@ -1,0 +1,123 @@
+"""Run a registered verl agent loop in this process, the way verl's AgentLoopWorker runs it.
+
+verl builds a fresh loop per sample with `hydra.utils.instantiate(registry[name], trainer_config=..., server_manager=...,
+tokenizer=..., ...)` and awaits `loop.run(sampling_params, **dataset_row)`. We do exactly that, with:
+
+- `EngineServerManager`: the smallest stand-in for verl's `LLMServerClient` (its `generate(request_id, *, prompt_ids,
+  sampling_params, ...) -> TokenOutput`), backed by the in-process `HFGenerationEngine` instead of Ray servers;
+- `loop_trainer_config`: the slice of the trainer config agent loops read (rollout lengths, `rollout.custom`,
+  `data.apply_chat_template_kwargs`);
+- `sample_kwargs`: a parquet row turned into the kwargs RLHFDataset + AgentLoopWorker pass (`raw_prompt`, ...).
+
+Used by evaluation (`agentic_verl.eval.search_eval`) and by SFT data generation, which drives the same loop with a
+scripted server so the SFT rows have the rollout's exact token layout.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import Any
+
+from omegaconf import OmegaConf
+
+
+class EngineServerManager:
+    """verl's `server_manager.generate(...)` over an `HFGenerationEngine` (token in, token out).
+
+    The engine has no stop strings; the loops cut at their stop tags themselves (`cut_at_stop`), so `stop` is
+    dropped here rather than warned about on every call.
+    """
+
+    def __init__(self, engine):
+        self.engine = engine
+        self.calls = 0
+
+    async def generate(self, request_id, *, prompt_ids: list[int], sampling_params: dict[str, Any],
+                       image_data=None, video_data=None, **kwargs):
+        from verl.workers.rollout.replica import TokenOutput
+
+        params = {k: v for k, v in dict(sampling_params).items() if k != "stop"}
+        self.calls += 1
+        out = await self.engine.generate(list(prompt_ids), params, request_id=str(request_id))
+        return TokenOutput(token_ids=list(out.token_ids), log_probs=out.log_probs, stop_reason=out.stop_reason,
+                           num_preempted=0, extra_fields={"finish_reason": out.finish_reason})
+
+
+def loop_trainer_config(response_length: int, prompt_length: int = 1024, custom: dict | None = None,
+                        val_temperature: float = 0.0):
+    """The part of verl's trainer config that AgentLoopBase and our loops read."""
+    return OmegaConf.create({
+        "actor_rollout_ref": {"rollout": {
+            "prompt_length": int(prompt_length), "response_length": int(response_length),
+            "custom": custom or {}, "agent": {"agent_loop_config_path": None},
+            "multi_turn": {"tool_config_path": None}, "val_kwargs": {"temperature": val_temperature},
+        }},
+        "data": {"apply_chat_template_kwargs": {}, "mm_processor_kwargs": {}},
+    })
+
+
+class _OncePerMessage(logging.Filter):
+    """verl warns about the Continuous Token builder family on every loop construction; once is enough."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if message in self.seen:
+            return False
+        self.seen.add(message)
+        return True
+
+
+_ONCE = _OncePerMessage()
+
+
+def make_agent_loop(name: str, *, tokenizer, server_manager, trainer_config, hf_model_type: str | None = None,
+                    loop_kwargs: dict | None = None):
+    """Instantiate the loop registered under `name` (importing the plugin registers ours)."""
+    import hydra
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
+    from verl.experimental.agent_loop.agent_loop import _agent_loop_registry as registry  # verl's own lookup
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    import agentic_verl.plugin  # noqa: F401 - registers our loops, as `import verl` does with the entry point
+
+    wiring_logger = logging.getLogger("verl.utils.tokenizer.continuous_token_wiring")
+    if _ONCE not in wiring_logger.filters:
+        wiring_logger.addFilter(_ONCE)
+    if name not in registry:  # a loop of ours not (yet) listed in plugin.COMPONENTS
+        try:
+            importlib.import_module(f"agentic_verl.agent_loops.{name}")
+        except ModuleNotFoundError:
+            pass
+    if name not in registry:
+        raise ValueError(f"agent loop {name!r} is not registered; known: {sorted(registry)}")
+    return hydra.utils.instantiate(
+        config={**registry[name], **(loop_kwargs or {})},
+        trainer_config=DictConfigWrap(config=trainer_config),
+        server_manager=server_manager,
+        tokenizer=tokenizer,
+        processor=None,
+        hf_model_type=hf_model_type,
+        dataset_cls=RLHFDataset,
+        data_config=DictConfigWrap(trainer_config.data),
+        tools=ToolListWrap([]),
+    )
+
+
+def sample_kwargs(row: dict) -> dict:
+    """A parquet row as `loop.run(**kwargs)` receives it (RLHFDataset.__getitem__ + AgentLoopWorker)."""
+    extra = dict(row.get("extra_info") or {})
+    kwargs = {k: v for k, v in row.items() if k != "prompt"}
+    kwargs.update(raw_prompt=list(row["prompt"]), extra_info=extra, index=extra.get("index", 0),
+                  tools_kwargs=extra.get("tools_kwargs", {}), interaction_kwargs=extra.get("interaction_kwargs", {}))
+    return kwargs
+
+
+def model_type(model_dir) -> str | None:
+    from transformers import AutoConfig
+
+    return getattr(AutoConfig.from_pretrained(str(model_dir)), "model_type", None)

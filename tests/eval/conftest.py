@@ -1,0 +1,9 @@
+"""Eval tests reuse the data fixtures: SmolLM2, a toy world, its bm25s index and a live retrieval server."""
+
+from data.conftest import (  # noqa: F401
+    smollm2_dir,
+    smollm2_tokenizer,
+    toy_index_dir,
+    toy_retrieval_url,
+    toy_world_dir,
+)
