@@ -1,0 +1,97 @@
+"""RetrievalClient against the real server and against a scripted loopback server (slow answers, 5xx)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from agentic_verl.retrieval.client import RetrievalClient, RetrievalError
+from agentic_verl.retrieval.protocol import Passage
+from agentic_verl.retrieval.server import free_port
+
+
+async def test_retrieve_returns_passages_per_query(retrieval_server):
+    client = RetrievalClient(retrieval_server.url)
+    try:
+        results = await client.retrieve(["Marie Curie radioactivity", "largest city in Switzerland"], topk=2)
+    finally:
+        await client.aclose()
+    assert [passages[0].id for passages in results] == ["curie", "unicode"]
+    assert results[1][0].title == "Zürich"
+    assert all(isinstance(p, Passage) and p.score > 0 for passages in results for p in passages)
+
+
+async def test_url_may_include_the_path_and_empty_query_list_sends_nothing(retrieval_server):
+    client = RetrievalClient(retrieval_server.url + "/retrieve/")
+    try:
+        assert await client.retrieve([]) == []
+        assert (await client.retrieve(["Amazon river discharge"], topk=1))[0][0].id == "amazon"
+    finally:
+        await client.aclose()
+
+
+def test_one_client_works_across_event_loops(retrieval_server):
+    # verl runs agent loops in several event loops; the client makes one httpx client per loop
+    client = RetrievalClient(retrieval_server.url)
+    for _ in range(2):
+        assert asyncio.run(client.retrieve(["Everest Himalayas"], topk=1))[0][0].id == "everest"
+
+
+async def test_4xx_is_bad_arguments_and_not_retried(scripted_server):
+    scripted_server.status = 422
+    client = RetrievalClient(scripted_server.url, max_retries=3, backoff_s=0.01)
+    with pytest.raises(RetrievalError) as info:
+        await client.retrieve(["q"])
+    await client.aclose()
+    assert info.value.category == "bad_arguments"
+    assert "scripted 422" in str(info.value)
+    assert scripted_server.requests == 1
+
+
+async def test_5xx_is_retried_then_server_error(scripted_server):
+    scripted_server.status = 503
+    client = RetrievalClient(scripted_server.url, max_retries=2, backoff_s=0.01)
+    with pytest.raises(RetrievalError) as info:
+        await client.retrieve(["q"])
+    await client.aclose()
+    assert info.value.category == "server_error"
+    assert "503" in str(info.value) and "after 3 attempts" in str(info.value)
+    assert scripted_server.requests == 3
+
+
+async def test_slow_server_is_a_timeout_after_retries(scripted_server):
+    scripted_server.delay_s = 2.0
+    client = RetrievalClient(scripted_server.url, timeout_s=0.2, max_retries=1, backoff_s=0.05)
+    started = time.monotonic()
+    with pytest.raises(RetrievalError) as info:
+        await client.retrieve(["q"])
+    await client.aclose()
+    assert info.value.category == "timeout"
+    assert scripted_server.requests == 2
+    assert time.monotonic() - started < 1.5  # 2 x 0.2 s + 0.05 s backoff, not the server's 2 s
+
+
+async def test_connection_refused_is_server_error():
+    client = RetrievalClient(f"http://127.0.0.1:{free_port()}", max_retries=1, backoff_s=0.01)
+    with pytest.raises(RetrievalError) as info:
+        await client.retrieve(["q"])
+    assert info.value.category == "server_error"
+    assert "cannot reach" in str(info.value)
+
+
+async def test_concurrency_is_limited(scripted_server):
+    scripted_server.delay_s = 0.1
+    client = RetrievalClient(scripted_server.url, max_concurrency=3)
+    results = await asyncio.gather(*(client.retrieve([f"q{i}"]) for i in range(12)))
+    await client.aclose()
+    assert [r[0][0].contents for r in results] == [f"Scripted\nanswer to q{i}" for i in range(12)]
+    assert scripted_server.max_in_flight == 3
+
+
+def test_bad_settings_are_rejected():
+    with pytest.raises(ValueError, match="max_concurrency=0"):
+        RetrievalClient("http://127.0.0.1:1", max_concurrency=0)
+    with pytest.raises(ValueError, match="unknown retrieval error category"):
+        RetrievalError("oops", "x")
