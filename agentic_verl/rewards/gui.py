@@ -298,6 +298,8 @@ def _size(sources, key: str) -> tuple[float, float] | None:
             pair = (source[f"{key}_width"], source[f"{key}_height"])
         if pair is None:
             continue
+        if isinstance(pair, (str, bytes, Mapping)):
+            return None
         try:
             w, h = (float(v) for v in (pair.tolist() if hasattr(pair, "tolist") else pair))
         except Exception:
