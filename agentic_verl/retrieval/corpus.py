@@ -28,16 +28,6 @@ class CorpusError(ValueError):
     """A corpus file that cannot be read; the message names the file and line."""
 
 
-def open_text(path: str | Path, errors: str = "strict"):
-    """Open a text file for reading, through gzip when its name ends in .gz."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"corpus file {path} does not exist")
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8", errors=errors)
-    return open(path, encoding="utf-8", errors=errors)
-
-
 def parse_record(record: object, where: str) -> Passage:
     """One decoded JSON record -> Passage; `where` ("file:line") goes into error messages."""
     if not isinstance(record, dict):
@@ -64,23 +54,25 @@ def parse_record(record: object, where: str) -> Passage:
 
 def read_corpus(path: str | Path) -> Iterator[Passage]:
     """Yield the passages of a JSONL corpus, in file order."""
-    with open_text(path) as f:
-        lineno = 0
-        while True:
+    for where, line in iter_lines(path):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CorpusError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        yield parse_record(record, where)
+
+
+def iter_lines(path: str | Path) -> Iterator[tuple[str, str]]:
+    """("file:line", text) for each non-blank line; decoded line by line so a UTF-8 error names its line."""
+    path = Path(path)
+    with _open_binary(path) as f:
+        for lineno, raw in enumerate(f, start=1):
             try:
-                line = f.readline()
+                line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise CorpusError(f"{path}:{lineno + 1}: not valid UTF-8 ({exc.reason})") from None
-            if not line:
-                return
-            lineno += 1
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise CorpusError(f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-            yield parse_record(record, f"{path}:{lineno}")
+                raise CorpusError(f"{path}:{lineno}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+            if line.strip():
+                yield f"{path}:{lineno}", line
 
 
 def file_sha256(path: str | Path, chunk_size: int = 1 << 20) -> str:
@@ -93,5 +85,11 @@ def file_sha256(path: str | Path, chunk_size: int = 1 << 20) -> str:
 
 def count_lines(path: str | Path) -> int:
     """Non-blank lines: the number of passages, for a progress bar total."""
-    with open_text(path, errors="replace") as f:
+    with _open_binary(Path(path)) as f:
         return sum(1 for line in f if line.strip())
+
+
+def _open_binary(path: Path):
+    if not path.is_file():
+        raise FileNotFoundError(f"corpus file {path} does not exist")
+    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from agentic_verl.retrieval.corpus import CorpusError, open_text
+from agentic_verl.retrieval.corpus import CorpusError, iter_lines
 
 
 def split_article(title: str, text: str, words_per_passage: int = 100) -> Iterator[str]:
@@ -35,29 +35,25 @@ def split_article(title: str, text: str, words_per_passage: int = 100) -> Iterat
 
 def read_articles(path: str | Path) -> Iterator[tuple[str, str]]:
     """(title, text) for each article of a JSONL dump; raises CorpusError naming the line of a bad record."""
-    with open_text(path) as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise CorpusError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-            if not isinstance(record, dict):
-                raise CorpusError(f"{where}: expected a JSON object, got {type(record).__name__}")
-            title = record.get("title", record.get("wikipedia_title"))
-            text = record.get("text")
-            if not isinstance(title, str):
-                raise CorpusError(f"{where}: article needs a string 'title' (or 'wikipedia_title'); keys: {sorted(record)}")
-            if isinstance(text, list) and all(isinstance(p, str) for p in text):
-                paragraphs = [p.strip() for p in text]
-                if paragraphs and paragraphs[0] == title.strip():
-                    paragraphs = paragraphs[1:]
-                text = " ".join(paragraphs)
-            if not isinstance(text, str):
-                raise CorpusError(f"{where}: article needs 'text' as a string or a list of strings")
-            yield title.strip(), text
+    for where, line in iter_lines(path):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CorpusError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(record, dict):
+            raise CorpusError(f"{where}: expected a JSON object, got {type(record).__name__}")
+        title = record.get("title", record.get("wikipedia_title"))
+        text = record.get("text")
+        if not isinstance(title, str):
+            raise CorpusError(f"{where}: article needs a string 'title' (or 'wikipedia_title'); keys: {sorted(record)}")
+        if isinstance(text, list) and all(isinstance(p, str) for p in text):
+            paragraphs = [p.strip() for p in text]
+            if paragraphs and paragraphs[0] == title.strip():
+                paragraphs = paragraphs[1:]
+            text = " ".join(paragraphs)
+        if not isinstance(text, str):
+            raise CorpusError(f"{where}: article needs 'text' as a string or a list of strings")
+        yield title.strip(), text
 
 
 def split_wikipedia(input_path: str | Path, out_path: str | Path, words_per_passage: int = 100,
