@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import random
+import re
 from importlib import resources
 
 from agentic_verl.rewards.bfcl.match import AST_CATEGORIES, RELEVANCE_CATEGORIES, language_of
@@ -179,7 +180,27 @@ def mutations(question: dict, rng: random.Random, per_question: int = 12) -> lis
             return "unary_plus", text.replace("=", "=+", 1) if language == "python" else text + ";"
         return "double_brackets", "[" + text + "]"
 
-    generators = [wrong_value, wrong_value, drop_param, extra_param, wrong_name, string_variant, garbage, garbage]
+    def syntax_variant():
+        variants = [
+            ("spaces_around_equals", lambda t: re.sub(r"(\w)=", r"\1 = ", t)),
+            ("no_space_after_comma", lambda t: t.replace(", ", ",")),
+            ("single_quotes", lambda t: t.replace('"', "'")),
+            ("double_quotes", lambda t: t.replace("'", '"')),
+            ("trailing_semicolon", lambda t: t + ";"),
+            ("newlines", lambda t: t.replace(", ", ",\n  ")),
+            ("positional_first", lambda t: t.replace("(", "(1, ", 1)),
+            ("kwargs_splat", lambda t: t.replace("(", "(**opts, ", 1)),
+            ("strip_suffixes", lambda t: re.sub(r"(\d)[LfF]\b", r"\1", t)),
+            ("quoted_numbers", lambda t: re.sub(r"=(-?\d+(\.\d+)?)\b", r'="\1"', t)),
+            ("nested_call_value", lambda t: re.sub(r"=([^,()]+)\)", r"=wrap(v=\1))", t, count=1)),
+            ("python_bools", lambda t: t.replace("true", "True").replace("false", "False")),
+            ("json_bools", lambda t: t.replace("True", "true").replace("False", "false")),
+            ("none_value", lambda t: re.sub(r"=([^,()]+)\)", r"=None)", t, count=1)),
+        ]
+        name, change = rng.choice(variants)
+        return name, change(text)
+
+    generators = [wrong_value, wrong_value, drop_param, syntax_variant, syntax_variant, extra_param, wrong_name, string_variant, garbage, garbage]
     if "parallel" in category:
         generators += [reorder, reorder, drop_call]
     while len(cases) < per_question + 5 and generators:

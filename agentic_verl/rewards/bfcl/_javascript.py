@@ -21,8 +21,10 @@ _BINARY_WORDS = {"instanceof", "in"}
 _UNARY_WORDS = {"typeof", "void", "delete", "await"}
 
 
-def parse_javascript_call(source: str) -> list[dict] | None:
-    c = Cursor(tokenize(source, single_quote_kind="str", backticks=True), source)
+def parse_javascript_call(source: str, bfcl_quirks: bool = False) -> list[dict] | None:
+    """`bfcl_quirks=True` also accepts a first argument that starts with a binary operator (`f(**opts, a=1)`),
+    where tree-sitter's error recovery inserts the missing left operand and BFCL accepts the call."""
+    c = Cursor(tokenize(source, single_quote_kind="str", backticks=True), source, bfcl_quirks)
     statements = []
     while c.tok.kind != "eof":
         if c.at(";"):
@@ -195,6 +197,11 @@ def _postfix(c: Cursor):
 def _args(c: Cursor):
     c.expect("(")
     args = []
+    if c.quirks and c.tok.kind == "op" and c.tok.text in _BINARY_OPS - {"+", "-"}:
+        c.take()  # BFCL (tree-sitter) reads `(**opts, ...)` as a binary expression with a missing left operand
+        _unary(c)
+        if c.at(","):
+            c.take()
     while not c.at(")"):
         if c.at("..."):
             start = c.take()

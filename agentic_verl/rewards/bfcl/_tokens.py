@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
 class SyntaxFailure(ValueError):
     """The text is not a call in the language's syntax (BFCL's tree-sitter parse reports an ERROR)."""
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
     kind: str  # str | char | template | num | ident | op | eof
     text: str
     start: int
@@ -19,17 +18,25 @@ class Token:
     newline_before: bool = False
 
 
+MAX_DEPTH = 100  # deeper bracket nesting is a syntax failure: keeps the recursive parsers' time and stack bounded
 _PUNCT = sorted(
     "... >>>= >>> === !== **= <<= >>= ?. ?? -> => == != <= >= && || ++ -- += -= *= /= %= &= |= ^= ** << "
     "( ) [ ] { } , ; . = + - * / % < > ! ~ ? : & | ^ @".split(),
     key=len,
     reverse=True,
 )
-_NUMBER = re.compile(
-    r"0[xX][0-9a-fA-F_]+[lLn]?|0[bB][01_]+[lLn]?|(?:\d[\d_]*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?[fFdDlLn]?"
+_NUMBER = r"0[xX][0-9a-fA-F_]+[lLn]?|0[bB][01_]+[lLn]?|(?:\d[\d_]*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?[fFdDlLn]?"
+_TOKEN = re.compile(
+    r"(?P<space>(?:\s+|//[^\n]*|/\*.*?\*/)+)"
+    r"|(?P<open_comment>/\*)"  # only reached when the comment is never closed
+    r'|(?P<dq>"(?:[^"\\\n]|\\.)*")'
+    r"|(?P<sq>'(?:[^'\\\n]|\\.)*')"
+    r"|(?P<bt>`(?:[^`\\]|\\.)*`)"
+    rf"|(?P<num>{_NUMBER})"
+    r"|(?P<ident>[A-Za-z_$\u0080-\uffff][A-Za-z0-9_$\u0080-\uffff]*)"
+    r"|(?P<op>" + "|".join(re.escape(p) for p in _PUNCT) + ")",
+    re.DOTALL,
 )
-_IDENT = re.compile(r"[A-Za-z_$\u0080-\uffff][A-Za-z0-9_$\u0080-\uffff]*")
-_SPACE = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)+", re.DOTALL)
 
 
 def tokenize(source: str, *, single_quote_kind: str, backticks: bool) -> list[Token]:
@@ -40,59 +47,47 @@ def tokenize(source: str, *, single_quote_kind: str, backticks: bool) -> list[To
     tokens: list[Token] = []
     i, n = 0, len(source)
     newline = False
+    depth = 0
+    match = _TOKEN.match
     while i < n:
-        space = _SPACE.match(source, i)
-        if space:
-            newline = newline or "\n" in space.group(0)
-            i = space.end()
-            continue
-        ch = source[i]
-        if ch in "\"'" or (ch == "`" and backticks):
-            end = _string_end(source, i, ch)
-            kind = "str" if ch == '"' else (single_quote_kind if ch == "'" else "template")
-            tokens.append(Token(kind, source[i:end], i, end, newline))
-        elif ch.isdigit() or (ch == "." and i + 1 < n and source[i + 1].isdigit()):
-            end = _NUMBER.match(source, i).end()
-            tokens.append(Token("num", source[i:end], i, end, newline))
-        elif _IDENT.match(source, i):
-            end = _IDENT.match(source, i).end()
-            tokens.append(Token("ident", source[i:end], i, end, newline))
+        m = match(source, i)
+        if m is None or m.lastgroup == "open_comment":
+            raise SyntaxFailure(f"unexpected or unterminated {source[i]!r} at {i}")
+        kind, end = m.lastgroup, m.end()
+        if kind == "space":
+            newline = newline or "\n" in m.group()
         else:
-            for punct in _PUNCT:
-                if source.startswith(punct, i):
-                    end = i + len(punct)
-                    tokens.append(Token("op", punct, i, end, newline))
-                    break
-            else:
-                raise SyntaxFailure(f"unexpected character {ch!r} at {i}")
-        newline = False
-        i = tokens[-1].end
+            if kind == "dq":
+                kind = "str"
+            elif kind == "sq":
+                kind = single_quote_kind
+            elif kind == "bt":
+                if not backticks:
+                    raise SyntaxFailure(f"unexpected '`' at {i}")
+                kind = "template"
+            text = source[i:end]
+            if kind == "op":
+                if text in ("(", "[", "{"):
+                    depth += 1
+                    if depth > MAX_DEPTH:
+                        raise SyntaxFailure(f"brackets nested deeper than {MAX_DEPTH}")
+                elif text in (")", "]", "}"):
+                    depth -= 1
+            tokens.append(Token(kind, text, i, end, newline))
+            newline = False
+        i = end
     tokens.append(Token("eof", "", n, n, newline))
     return tokens
-
-
-def _string_end(source: str, start: int, quote: str) -> int:
-    i, n = start + 1, len(source)
-    while i < n:
-        ch = source[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == quote:
-            return i + 1
-        if ch == "\n" and quote != "`":
-            break
-        i += 1
-    raise SyntaxFailure(f"unterminated {quote} literal at {start}")
 
 
 class Cursor:
     """A position in the token list with the few helpers recursive-descent parsers need."""
 
-    def __init__(self, tokens: list[Token], source: str):
+    def __init__(self, tokens: list[Token], source: str, quirks: bool = False):
         self.tokens = tokens
         self.source = source
         self.i = 0
+        self.quirks = quirks  # reproduce a documented BFCL (tree-sitter) behaviour; agreement benchmark only
 
     @property
     def tok(self) -> Token:

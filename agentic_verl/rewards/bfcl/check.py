@@ -17,6 +17,7 @@ an output that has a valid one-to-one assignment. See the README section "BFCL A
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from agentic_verl.rewards.bfcl.convert import JAVA_TYPES, JS_TYPES, NESTED_TYPES, UnsupportedType, java_value, js_value
 
@@ -34,8 +35,13 @@ class CheckFailure(Exception):
         self.error_type = error_type
 
 
+@lru_cache(maxsize=1 << 16)
 def standardize(text: str) -> str:
-    """BFCL's string normalisation. >>> standardize("April 1, 2024") == standardize("april 1 2024") -> True"""
+    """BFCL's string normalisation (cached: possible answers repeat across every sample of a question).
+
+    >>> standardize("April 1, 2024") == standardize("april 1 2024")
+    True
+    """
     return _STANDARDIZE.sub("", text).lower().replace("'", '"')
 
 

@@ -16,7 +16,9 @@ This follows BFCL's default decoder for prompting models (strip backticks/newlin
 Java and JavaScript outputs go through `agentic_verl.rewards.bfcl._java` / `_javascript`, which mirror BFCL's
 tree-sitter based extraction (values come back as source strings, converted later by type). They do not
 reproduce tree-sitter's error recovery: BFCL accepts some doubly bracketed Java outputs `[[Obj.method(...)]]`
-(read as an array access with a missing array name; which ones depends on the names) and we reject them all.
+(read as an array access with a missing array name; which ones depends on the names) and JavaScript calls
+whose first argument starts with a binary operator (`f(**opts, a=1)`: a missing operand is inserted); we reject
+both.
 
 >>> decode("[get_weather(city='Paris', days=3), get_time(tz=\\"CET\\")]")
 [{'get_weather': {'city': 'Paris', 'days': 3}}, {'get_time': {'tz': 'CET'}}]
@@ -83,7 +85,7 @@ def decode(text: str, language: str = "python", bfcl_quirks: bool = False) -> li
     if language == "javascript":
         from agentic_verl.rewards.bfcl._javascript import parse_javascript_call
 
-        return parse_javascript_call(text[1:-1])
+        return parse_javascript_call(text[1:-1], bfcl_quirks)
     raise DecodeError(f"unsupported language {language!r}")
 
 

@@ -46,7 +46,7 @@ def ast_match(output: str, functions: list[dict], possible_answer: list[dict] | 
     if "relevance" in category:  # covers irrelevance too
         return _relevance(output, category, bfcl_quirks)
     language = language_of(category, language)
-    problem = _bad_question(functions, possible_answer)
+    problem = _checked_question(functions, possible_answer)
     if problem:
         return verdict("bfcl:bad_ground_truth", problem)
     try:
@@ -84,6 +84,23 @@ def _is_call_list(calls) -> bool:
     return type(calls) is list and all(
         type(call) is dict and len(call) == 1 and type(next(iter(call.values()))) is dict for call in calls
     )
+
+
+_VALIDATED: dict[tuple[int, int], tuple] = {}  # (id(functions), id(answer)) -> (functions, answer, problem)
+
+
+def _checked_question(functions, possible_answer) -> str | None:
+    """`_bad_question`, remembered per question object: an RL step scores many samples of the same question.
+    The entry holds the objects themselves, so their ids cannot be reused while cached."""
+    key = (id(functions), id(possible_answer))
+    hit = _VALIDATED.get(key)
+    if hit is not None and hit[0] is functions and hit[1] is possible_answer:
+        return hit[2]
+    problem = _bad_question(functions, possible_answer)
+    if len(_VALIDATED) >= 4096:
+        _VALIDATED.clear()
+    _VALIDATED[key] = (functions, possible_answer, problem)
+    return problem
 
 
 def _bad_question(functions, possible_answer) -> str | None:
