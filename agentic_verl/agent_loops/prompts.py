@@ -1,0 +1,109 @@
+"""Prompt templates of the three methods, shared by data prep, SFT data generation and the agent loops.
+
+No verl import: data-prep scripts use this module on machines without verl.
+
+>>> print(rag_r1_prompt("Who wrote Hamlet", mode="sq").splitlines()[-1])
+Question: Who wrote Hamlet?
+>>> rag_r1_messages("Capital of France?")[0]["role"]
+'user'
+>>> bfcl_messages("Weather in Paris?", [{"name": "get_weather", "parameters": {}}])[0]["role"]
+'system'
+>>> gui_grounding_messages("Click the OK button")[0]["content"].startswith("<image>")
+True
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+RAG_R1_MODES = ("sq", "mq")
+
+_RAG_R1_TEMPLATE = (
+    "Answer the given question. "
+    "You must conduct reasoning inside <think> and </think> first every time you get new information. "
+    "After reasoning, if you find you lack some knowledge, you can call a search engine by {search_syntax} "
+    "and it will return the top searched results {per_query}between <information> and </information>. "
+    "You can search as many times as you want{query_limit}. "
+    "If you find no further external knowledge needed, you can directly provide the answer inside <answer> and "
+    "</answer>, without detailed illustrations. For example, <answer> Beijing </answer>. Question: {question}\n"
+)
+
+
+def _number_word(n: int) -> str:
+    return {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}.get(n, str(n))
+
+
+def normalize_question(question: str) -> str:
+    """Strip, and end with a question mark (as RAG-R1's data prep does)."""
+    question = str(question).strip()
+    return question if question.endswith("?") else question + "?"
+
+
+def rag_r1_prompt(question: str, mode: str = "mq", max_queries: int = 3) -> str:
+    """The RAG-R1 user instruction. `mode` "sq": one query per `<search>`; "mq": up to `max_queries`
+    comma-separated queries per `<search>`, all retrieved together."""
+    if mode not in RAG_R1_MODES:
+        raise ValueError(f"unknown RAG-R1 mode {mode!r}; known: {', '.join(RAG_R1_MODES)}")
+    if mode == "mq":
+        syntax, per_query = "<search> query_1, query_2 </search>", "for each query "
+        limit = f", using up to {_number_word(max_queries)} queries each time"
+    else:
+        syntax, per_query, limit = "<search> query </search>", "", ""
+    return _RAG_R1_TEMPLATE.format(
+        search_syntax=syntax, per_query=per_query, query_limit=limit, question=normalize_question(question)
+    )
+
+
+def rag_r1_messages(question: str, mode: str = "mq", max_queries: int = 3) -> list[dict]:
+    """The dataset `prompt` column for RAG-R1: one user turn."""
+    return [{"role": "user", "content": rag_r1_prompt(question, mode, max_queries)}]
+
+
+BFCL_SYSTEM_TEMPLATE = (
+    "You are an expert in composing functions. You are given a question and a set of possible functions. "
+    "Based on the question, you will need to make one or more function/tool calls to achieve the purpose. "
+    "If none of the functions can be used, point it out. If the given question lacks the parameters required by "
+    "the function, also point it out.\n\n"
+    "First reason step by step inside <think> and </think>. Then, if you decide to invoke any of the function(s), "
+    "write the calls in the format [func_name1(params_name1=params_value1, params_name2=params_value2...), "
+    "func_name2(params)] and nothing else after the reasoning.\n\n"
+    "Here is a list of functions in JSON format that you can invoke.\n{functions}\n"
+)
+
+
+def bfcl_system_prompt(functions: Sequence[dict]) -> str:
+    """BFCL-style prompting system prompt with the function list as JSON, plus FunReason's
+    `<think>...</think>` then `[calls]` target format."""
+    return BFCL_SYSTEM_TEMPLATE.format(functions=json.dumps(list(functions), indent=4, ensure_ascii=False))
+
+
+def bfcl_messages(question: str | list[dict], functions: Sequence[dict]) -> list[dict]:
+    """System prompt with the functions + the user question (a string, or BFCL's list of user turns)."""
+    turns = [{"role": "user", "content": question}] if isinstance(question, str) else list(question)
+    return [{"role": "system", "content": bfcl_system_prompt(functions)}, *turns]
+
+
+def funreason_target(reasoning: str, calls: str) -> str:
+    """The FunReason SFT target: `<think>reasoning</think>\\n\\n[calls]` (SRML splits it at `</think>\\n\\n`)."""
+    return f"<think>{reasoning.strip()}</think>\n\n{calls.strip()}"
+
+
+GUI_GROUNDING_TEMPLATE = (
+    "<image>\nYou are a GUI agent. The screenshot above is {width}x{height} pixels. "
+    "Output exactly one action that performs the instruction, as pyautogui.click(x=<x>, y=<y>) with pixel "
+    "coordinates in this screenshot.\nInstruction: {instruction}"
+)
+
+
+def gui_grounding_prompt(instruction: str, width: int | None = None, height: int | None = None) -> str:
+    """The user turn for one-click grounding. `<image>` is verl's placeholder for the row's `images[0]`;
+    width/height (of the image the model sees, i.e. after smart_resize) are stated when given."""
+    text = GUI_GROUNDING_TEMPLATE.format(width=width or "W", height=height or "H", instruction=instruction.strip())
+    if width is None or height is None:
+        text = text.replace(" The screenshot above is WxH pixels.", "")
+    return text
+
+
+def gui_grounding_messages(instruction: str, width: int | None = None, height: int | None = None) -> list[dict]:
+    return [{"role": "user", "content": gui_grounding_prompt(instruction, width, height)}]

@@ -1,0 +1,280 @@
+"""rag_r1: the RAG-R1 tag protocol, constructed as verl constructs agent loops, against a real retrieval server
+on loopback; scripted token streams (real Qwen/SmolLM2 tokenizers and chat templates) for exact protocol checks
+and malformed output, and SmolLM2-135M through verl's AgentLoopWorker."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from agent_loop_helpers import EngineServer, ScriptedServer, run, run_loop, sample, verl_config
+from agent_loop_invariants import check_token_invariants, observation_texts, policy_text
+
+from agentic_verl.agent_loops.prompts import rag_r1_messages
+from agentic_verl.agent_loops.rag_r1 import INVALID_ACTION_OBSERVATION, RagR1Config, parse_action, split_queries
+from agentic_verl.rewards.qa import extract_answer, qa_em
+
+SAMPLING = {"temperature": 0.0, "top_p": 1.0, "top_k": -1, "repetition_penalty": 1.0, "logprobs": True}
+QUESTION = "Who wrote Hamlet"
+
+
+def _rag_config(model_dir, url, response_length=512, **fields):
+    fields = {"retrieval_url": url, "retrieval_max_retries": 0, "retrieval_timeout_s": 2.0, **fields}
+    overrides = [f"+actor_rollout_ref.rollout.custom.rag_r1.{k}={v}" for k, v in fields.items()]
+    return verl_config(model_dir, *overrides, response_length=response_length)
+
+
+def _run(config, server, tokenizer, mode="mq", extra_info=None, question=QUESTION):
+    kwargs = sample(rag_r1_messages(question, mode=mode), extra_info=extra_info or {})
+    return run_loop("rag_r1", config, server, tokenizer, SAMPLING, kwargs)
+
+
+def test_mq_search_then_answer_one_request_and_exact_observation(qwen_dir, qwen_tokenizer, retrieval_server):
+    tok = qwen_tokenizer
+    server = ScriptedServer(tok, [
+        "<think>I need two facts.</think>\n<search> who wrote hamlet, capital of france </search>\nJUNK after stop",
+        "<think>Found it.</think>\n<answer> William Shakespeare </answer><|im_end|>",
+    ])
+    calls_before = len(retrieval_server.service.calls)
+    out = _run(_rag_config(qwen_dir, retrieval_server.url), server, tok)
+
+    # all queries of the turn in ONE retrieval request, top-3 each
+    assert retrieval_server.service.calls[calls_before:] == [["who wrote hamlet", "capital of france"]]
+    # the prompt is the real chat template with the RAG-R1 instruction
+    assert out.prompt_ids == tok.apply_chat_template(rag_r1_messages(QUESTION), add_generation_prompt=True,
+                                                     tokenize=True, return_dict=False)
+    # generation is asked to stop at the tags, and the loop cut the stream itself (the server ignored them)
+    assert server.calls[0]["sampling_params"]["stop"] == ["</search>", "</answer>"]
+    text = policy_text(out, tok)
+    assert "JUNK" not in text and "\n<answer> William Shakespeare </answer>" in text
+    first_turn = tok.decode(server.outputs[0].token_ids[: out.response_mask.index(0)])
+    assert first_turn.rstrip("\n").endswith("</search>")
+    # the observation: \n<information>\n + RAG-R1 mq JSON of per-query "Doc i: ..." blocks + \n</information>\n
+    [obs] = observation_texts(out, tok)
+    assert obs.startswith("\n<information>\n") and obs.endswith("\n</information>\n")
+    body = json.loads(obs[len("\n<information>\n"): -len("\n</information>\n")])
+    assert body["query"] == ["who wrote hamlet", "capital of france"]
+    assert len(body["documents"]) == 2
+    assert body["documents"][0].startswith("Doc 1: Hamlet\nHamlet is a tragedy")
+    assert "Doc 1: Paris\n" in body["documents"][1] or "Doc 1: France\n" in body["documents"][1]
+    assert all(1 <= block.count("Doc ") <= 3 for block in body["documents"])  # bm25 returns matching docs only
+    check_token_invariants(out, server, tok, observations=[obs])
+    assert out.response_logprobs is not None
+
+    info = out.extra_fields["rag_r1"]
+    assert info["answer"] == "William Shakespeare" and info["queries"] == [["who wrote hamlet", "capital of france"]]
+    metrics = out.extra_fields["agent_metrics"]
+    assert metrics["num_searches"] == 1 and metrics["queries_per_search"] == 2
+    assert sum(v for k, v in metrics.items() if k.startswith("failure/")) == 0
+    assert out.extra_fields["global_steps"] == 7
+    assert qa_em(tok.decode(out.response_ids, skip_special_tokens=True), ["William Shakespeare"])["score"] == 1.0
+
+
+def test_sq_mode_is_config_only_and_keeps_commas(qwen_dir, qwen_tokenizer, retrieval_server):
+    tok = qwen_tokenizer
+    server = ScriptedServer(tok, ["<search> capital of france, paris </search>", "<answer> Paris </answer>"])
+    before = len(retrieval_server.service.calls)
+    out = _run(_rag_config(qwen_dir, retrieval_server.url), server, tok, mode="sq",
+               extra_info={"rag_r1": {"mode": "sq"}})
+    assert retrieval_server.service.calls[before:] == [["capital of france, paris"]]
+    [obs] = observation_texts(out, tok)
+    assert obs.startswith("\n<information>\nDoc 1: Paris\n") and "\nDoc 2: France\n" in obs and "\"query\"" not in obs
+    check_token_invariants(out, server, tok, observations=[obs])
+    assert out.extra_fields["rag_r1"]["mode"] == "sq"
+
+
+def test_answer_inside_a_retrieved_document_is_never_rewarded(qwen_dir, qwen_tokenizer, retrieval_server):
+    tok = qwen_tokenizer
+    # the retrieved "Answer key" page contains <answer> Stratford </answer>; the policy never answers
+    server = ScriptedServer(tok, ["<search> quiz answer key </search>", "I am not sure.<|im_end|>"])
+    out = _run(_rag_config(qwen_dir, retrieval_server.url, max_turns=1), server, tok)
+    [obs] = observation_texts(out, tok)
+    assert "&lt;answer&gt; Stratford &lt;/answer&gt;" in obs and "<answer>" not in obs
+    response_text = tok.decode(out.response_ids, skip_special_tokens=True)
+    assert extract_answer(response_text) is None
+    assert qa_em(response_text, ["Stratford"])["score"] == 0.0
+    assert out.extra_fields["rag_r1"]["answer"] is None
+
+
+def test_server_that_honours_stop_strings_gives_the_same_trajectory(qwen_dir, qwen_tokenizer, retrieval_server):
+    tok = qwen_tokenizer
+    script = ["<search> capital of france </search> and then more", "<answer> Paris </answer> trailing"]
+    config = _rag_config(qwen_dir, retrieval_server.url)
+    ignoring, honouring = ScriptedServer(tok, list(script)), ScriptedServer(tok, list(script), honor_stop=True)
+    a, b = _run(config, ignoring, tok), _run(config, honouring, tok)
+    assert a.response_ids == b.response_ids and a.response_mask == b.response_mask
+    assert len(honouring.outputs[0].token_ids) < len(ignoring.outputs[0].token_ids)  # the server did stop early
+    check_token_invariants(b, honouring, tok)
+
+
+def test_max_turns_then_one_final_turn_without_search(qwen_dir, qwen_tokenizer, retrieval_server):
+    tok = qwen_tokenizer
+    notice = "\nNo more searches: answer now.\n"
+    server = ScriptedServer(tok, ["<search> nile river </search>", "<search> everest </search>", "never asked"])
+    before = len(retrieval_server.service.calls)
+    out = _run(_rag_config(qwen_dir, retrieval_server.url, max_turns=1), server, tok,
+               extra_info={"rag_r1": {"final_turn_notice": notice}})
+    assert retrieval_server.service.calls[before:] == [["nile river"]]  # the final turn's search is not executed
+    assert len(server.calls) == 2
+    obs = observation_texts(out, tok)
+    assert obs[0].startswith("\n<information>\n") and obs[0].endswith("\n</information>\n" + notice)
+    assert out.extra_fields["rag_r1"]["searches_after_budget"] == 1
+    check_token_invariants(out, server, tok)
+
+
+def _failure_counts(out) -> dict[str, float]:
+    return {k.split("/", 1)[1]: v for k, v in out.extra_fields["agent_metrics"].items() if k.startswith("failure/") and v}
+
+
+# one row per malformed case: script, config fields, the failure counts it must produce
+MALFORMED = [
+    # neither tag, twice (max_turns=1 + the final turn): the fixed invalid-action observation once
+    ("no_tags", ["The answer is Paris.<|im_end|>", "Still Paris.<|im_end|>"], {}, {"no_call": 2}),
+    # an unclosed <search>, then an answer
+    ("unclosed", ["<search> capital of france<|im_end|>", "<answer> Paris </answer>"], {}, {"parse_error": 1}),
+    # a <search> closed by </answer>
+    ("mismatched", ["<search> capital of france </answer>", "<answer> Paris </answer>"], {}, {"parse_error": 1}),
+    # an empty query
+    ("empty_query", ["<search>  ,  </search>", "<answer> Paris </answer>"], {}, {"bad_arguments": 1}),
+    # the server returns no tokens at all
+    ("empty_output", [[], "<answer> Paris </answer>"], {}, {"no_call": 1}),
+    # a turn that hits max_tokens_per_turn without a tag
+    ("turn_length", ["word " * 40, "<answer> Paris </answer>"], {"max_tokens_per_turn": 16}, {"truncated_by_length": 1}),
+    # the whole response budget runs out
+    ("budget", ["<search> nile </search>", "word " * 400], {"max_turns": 3}, {"truncated_by_length": 1}),
+]
+
+
+@pytest.mark.parametrize("name,script,fields,expected", MALFORMED, ids=[m[0] for m in MALFORMED])
+def test_malformed_outputs_land_in_their_failure_category(name, script, fields, expected, qwen_dir, qwen_tokenizer,
+                                                          retrieval_server):
+    tok = qwen_tokenizer
+    fields = {"max_turns": 1, **fields}
+    server = ScriptedServer(tok, script)
+    out = _run(_rag_config(qwen_dir, retrieval_server.url, response_length=256, **fields), server, tok)
+    assert _failure_counts(out) == expected
+    check_token_invariants(out, server, tok)
+    assert len(out.response_ids) <= 256
+    if name in ("no_tags", "unclosed", "mismatched", "empty_query", "empty_output"):
+        assert INVALID_ACTION_OBSERVATION in observation_texts(out, tok)
+
+
+@pytest.mark.parametrize("fixture,category", [("silent_server", "timeout"), ("dead_url", "tool_error")])
+def test_retrieval_timeout_or_down_is_an_observation_not_a_crash(fixture, category, request, qwen_dir,
+                                                                   qwen_tokenizer):
+    tok = qwen_tokenizer
+    url = request.getfixturevalue(fixture)
+    server = ScriptedServer(tok, ["<search> capital of france </search>", "<answer> Paris </answer>"])
+    out = _run(_rag_config(qwen_dir, url, retrieval_timeout_s=0.3), server, tok)
+    assert _failure_counts(out) == {category: 1}
+    [obs] = observation_texts(out, tok)
+    assert obs.startswith("\n<information>\nSearch failed (") and obs.endswith("\n</information>\n")
+    assert out.extra_fields["rag_r1"]["answer"] == "Paris"
+    check_token_invariants(out, server, tok, observations=[obs])
+
+
+def test_observation_documents_are_cut_to_max_obs_length_tokens(qwen_dir, qwen_tokenizer, retrieval_server):
+    tok = qwen_tokenizer
+    server = ScriptedServer(tok, ["<search> hamlet, paris </search>", "<answer> x </answer>"])
+    out = _run(_rag_config(qwen_dir, retrieval_server.url, max_obs_length=8), server, tok)
+    [obs] = observation_texts(out, tok)
+    body = json.loads(obs[len("\n<information>\n"): -len("\n</information>\n")])
+    assert all(len(tok.encode(block, add_special_tokens=False)) <= 8 for block in body["documents"])
+    assert all(block.startswith("Doc 1: ") for block in body["documents"])
+
+
+def test_config_layers_and_unknown_keys(qwen_dir, qwen_tokenizer, retrieval_server):
+    tok = qwen_tokenizer
+    config = _rag_config(qwen_dir, retrieval_server.url, topk=1)
+    with pytest.raises(ValueError, match="unknown RagR1Config key"):
+        run_loop("rag_r1", config, ScriptedServer(tok, []), tok, SAMPLING,
+                 sample(rag_r1_messages("q"), extra_info={"rag_r1": {"top_k": 2}}))
+    with pytest.raises(ValueError, match="unknown rag_r1 mode"):
+        RagR1Config(mode="xq")
+    # rollout.custom says topk=1, the sample says topk=2: the sample wins
+    server = ScriptedServer(tok, ["<search> paris </search>", "<answer> Paris </answer>"])
+    out = _run(config, server, tok, extra_info={"rag_r1": {"topk": 2}})
+    [obs] = observation_texts(out, tok)
+    [block] = json.loads(obs[len("\n<information>\n"): -len("\n</information>\n")])["documents"]
+    assert block.count("Doc ") == 2
+
+
+def test_parsing_helpers():
+    assert parse_action("<think>a</think><answer> x </answer>") == ("answer", "x")
+    assert parse_action("<search>a</answer>") == (None, "")
+    assert split_queries("a, b, c, d", "mq", 2) == ["a", "b"]
+    assert split_queries(" ", "sq", 3) == []
+
+
+@pytest.mark.slow
+def test_smollm2_through_verl_agent_loop_worker(smol_dir, smol_tokenizer, smol_engine, retrieval_server,
+                                                  monkeypatch):
+    """SmolLM2-135M generates for real; verl's AgentLoopWorker picks the loop per sample from agent_name via our
+    agent-loop YAML, runs it, pads, and builds the batch. Checked on the padded batch: the mask is 1 exactly on
+    tokens the model generated, every generate call saw prompt + response so far, observations decode to
+    RAG-R1 observations."""
+    import os
+
+    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+    from verl.protocol import DataProto
+
+    import agentic_verl.agent_loops as agent_loops_pkg
+
+    monkeypatch.setenv("AGENTIC_VERL_RETRIEVAL_URL", retrieval_server.url)
+    yaml_path = os.path.join(os.path.dirname(agent_loops_pkg.__file__), "configs", "agent_loops.yaml")
+    response_length = 96
+    config = verl_config(smol_dir, f"actor_rollout_ref.rollout.agent.agent_loop_config_path={yaml_path}",
+                         "+actor_rollout_ref.rollout.custom.rag_r1.max_tokens_per_turn=24",
+                         "+actor_rollout_ref.rollout.custom.rag_r1.max_turns=1",
+                         prompt_length=384, response_length=response_length)
+    server = EngineServer(smol_engine)
+    worker = AgentLoopWorker(config, server)
+    questions = ["What is the capital of France", "Who wrote Hamlet"]
+    batch = DataProto.from_dict(non_tensors={
+        "raw_prompt": np.array([rag_r1_messages(q) for q in questions] + [None], dtype=object)[:2],
+        "agent_name": np.array(["rag_r1_mq", "rag_r1_sq"], dtype=object),
+        "extra_info": np.array([{}, {}], dtype=object),
+        "index": np.array([0, 1]),
+    })
+    result = run(worker.generate_sequences(batch))
+
+    tok = smol_tokenizer
+    assert result.batch["responses"].shape == (2, response_length)
+    for row in range(2):
+        prompt = result.batch["prompts"][row]
+        attention = result.batch["attention_mask"][row]
+        prompt_ids = prompt[attention[: prompt.shape[0]].bool()].tolist()
+        n = int(attention[prompt.shape[0]:].sum())
+        response = result.batch["responses"][row][:n].tolist()
+        mask = result.batch["response_mask"][row][:n].tolist()
+        assert result.batch["response_mask"][row][n:].sum() == 0
+        assert prompt_ids == tok.apply_chat_template(rag_r1_messages(questions[row]), add_generation_prompt=True,
+                                                     tokenize=True, return_dict=False)
+        # every model call saw exactly prompt + the response so far, and its tokens are in the response as is
+        own_calls = [c for c in server.calls if c["prompt_ids"][: len(prompt_ids)] == prompt_ids]
+        assert own_calls, "no generate call for this sample"
+        for call in own_calls:
+            start = len(call["prompt_ids"]) - len(prompt_ids)
+            assert call["prompt_ids"] == prompt_ids + response[:start]
+            assert start == 0 or mask[start - 1] == 0  # a turn starts after the prompt or an observation
+            out = server.outputs[server.calls.index(call)]
+            end = start + sum(1 for _ in range(start, n) if mask[_] == 1 and _ < start + len(out.token_ids))
+            assert all(m == 1 for m in mask[start:end])
+            assert response[start:end] == out.token_ids[: end - start]
+        # mask-0 runs are RAG-R1 observations
+        for obs in _zero_runs(response, mask, tok):
+            assert obs.startswith("\n<information>\n") or obs == INVALID_ACTION_OBSERVATION, obs
+        assert result.non_tensor_batch["agent_metrics"][row]["num_turns"] >= 1
+    assert [info["mode"] for info in result.non_tensor_batch["rag_r1"]] == ["mq", "sq"]
+
+
+def _zero_runs(ids, mask, tok):
+    out, start = [], None
+    for i, m in enumerate(mask + [1]):
+        if m == 0 and start is None:
+            start = i
+        elif m == 1 and start is not None:
+            out.append(tok.decode(ids[start:i], skip_special_tokens=False))
+            start = None
+    return out
