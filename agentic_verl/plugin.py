@@ -26,6 +26,7 @@ COMPONENTS: tuple[Component, ...] = (
     Component("reward_manager", "agentic_trace", "agentic_verl.agent_loops.trace_reward"),
     Component("platform", "cpu", "agentic_verl.cpu.platform"),
     Component("rollout", "hf", "agentic_verl.cpu.replica"),
+    Component("agent_loop", "rag_r1", "agentic_verl.agent_loops.rag_r1"),
 )
 
 # Filled by register_all(): module -> "ExceptionType: message" for components that failed to import.
