@@ -1,0 +1,213 @@
+"""Do tool waits overlap generation? N concurrent multi-turn trajectories through our real `rag_r1` loop.
+
+    .venv/bin/python benchmarks/bench_rollout.py [--gen-ms 200] [--tool-ms 300] [--searches 3] [--n 1,8,64]
+
+What runs: `RagR1AgentLoop` (agentic_verl/agent_loops/rag_r1.py), built per trajectory the way verl's
+AgentLoopWorker builds it (hydra.instantiate of the registered loop, verl's composed ppo_trainer config),
+talking to
+- a generate server with verl's `server_manager.generate` signature that sleeps G ms per call and replays
+  a scripted turn (`<search>...</search>` S times, then `<answer>...</answer>`), standing in for vLLM/SGLang;
+- a real HTTP `/retrieve` server on loopback (FastAPI + uvicorn, its own thread) that sleeps L ms per
+  request, through the project's RetrievalClient (timeouts, retries, connection pool).
+
+Every trajectory is sequential: S+1 generations and S searches, so its critical path is
+ideal = (S+1)*G + S*L, and N trajectories run one after another would take N * ideal (the serial sum).
+If the loop awaits the tool and the generator without blocking the event loop, N trajectories together
+take close to `ideal` and overlap efficiency = ideal / measured is close to 1. The rest is real per-turn CPU
+work on this machine (tokenising observations, stop-string search, loop construction, HTTP).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+QUESTION = [{"role": "user", "content": "Which river flows through Cairo? Search, then answer."}]
+
+
+# -- the stand-ins at the two boundaries that cannot exist here ----------------------------------------------
+class SleepingGenerateServer:
+    """verl's `server_manager.generate(request_id, prompt_ids=..., sampling_params=...)`: G ms per call, then a
+    scripted turn (token ids encoded once, up front, so the stand-in itself costs no CPU)."""
+
+    def __init__(self, tokenizer, searches: int, gen_s: float):
+        self.gen_s = gen_s
+        self.searches = searches
+        self.search_ids = tokenizer.encode("<think>I need to look this up.</think>\n<search>Cairo river</search>",
+                                           add_special_tokens=False)
+        self.answer_ids = tokenizer.encode("<think>The documents say the Nile.</think>\n<answer>Nile</answer>",
+                                           add_special_tokens=False) + [tokenizer.convert_tokens_to_ids("<|im_end|>")]
+        self.calls: dict[str, int] = {}
+
+    async def generate(self, request_id, *, prompt_ids, sampling_params, image_data=None, video_data=None, **kw):
+        from verl.workers.rollout.replica import TokenOutput
+
+        await asyncio.sleep(self.gen_s)
+        turn = self.calls.get(request_id, 0)
+        self.calls[request_id] = turn + 1
+        ids = list(self.search_ids if turn < self.searches else self.answer_ids)
+        return TokenOutput(token_ids=ids, log_probs=[-0.5] * len(ids), stop_reason="completed",
+                           extra_fields={"global_steps": 1})
+
+
+class SleepingRetrievalServer:
+    """POST /retrieve on 127.0.0.1 (the Search-R1 protocol): L ms per request, then `topk` fixed passages."""
+
+    def __init__(self, tool_s: float):
+        import uvicorn
+        from fastapi import FastAPI
+
+        app = FastAPI()
+
+        @app.post("/retrieve")
+        async def retrieve(body: dict):
+            await asyncio.sleep(tool_s)
+            passages = [{"document": {"id": f"d{i}", "contents": f"Nile\nThe Nile flows through Cairo ({i})."},
+                         "score": 1.0 - 0.1 * i} for i in range(int(body.get("topk", 3)))]
+            return {"result": [passages for _ in body["queries"]]}
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
+                                                    access_log=False, backlog=1024))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the /retrieve stand-in did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc):
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+# -- verl's config and loop construction ---------------------------------------------------------------------
+def model_dir(workdir: Path) -> Path:
+    """The real Qwen tokenizer + a tiny Qwen2 config.json (model_type qwen2 picks verl's Qwen token builder)."""
+    from transformers import Qwen2Config
+
+    from agentic_verl.cpu.models import qwen_tokenizer_dir
+
+    out = workdir / "qwen"
+    out.mkdir()
+    for name in os.listdir(qwen_tokenizer_dir()):
+        shutil.copy(qwen_tokenizer_dir() / name, out / name)
+    Qwen2Config(vocab_size=151936, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                num_key_value_heads=1, architectures=["Qwen2ForCausalLM"]).save_pretrained(out)
+    return out
+
+
+def verl_config(path: Path):
+    import verl
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=os.path.join(os.path.dirname(verl.__file__), "trainer", "config"),
+                               version_base=None):
+        return compose(config_name="ppo_trainer", overrides=[
+            f"actor_rollout_ref.model.path={path}", "actor_rollout_ref.rollout.name=vllm",
+            "actor_rollout_ref.rollout.prompt_length=1024", "actor_rollout_ref.rollout.response_length=4096",
+        ])
+
+
+def build_loop(config, server, tokenizer, **loop_kwargs):
+    """What AgentLoopWorker._run_agent_loop does for each sample: instantiate the registered loop."""
+    import hydra
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap, _agent_loop_registry
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    import agentic_verl.agent_loops.rag_r1  # noqa: F401  registers "rag_r1" (the plugin does this under verl)
+
+    return hydra.utils.instantiate(
+        config=_agent_loop_registry["rag_r1"], trainer_config=DictConfigWrap(config=config), server_manager=server,
+        tokenizer=tokenizer, processor=None, hf_model_type="qwen2", dataset_cls=RLHFDataset,
+        data_config=DictConfigWrap(config.data), tools=ToolListWrap([]), **loop_kwargs,
+    )
+
+
+async def run_batch(n: int, config, tokenizer, args, url: str, gen_s: float) -> tuple[float, list]:
+    server = SleepingGenerateServer(tokenizer, args.searches, gen_s)
+    loop_kwargs = {"retrieval_url": url, "mode": "sq", "max_turns": args.searches, "topk": 3,
+                   "retrieval_max_concurrency": args.retrieval_max_concurrency or max(args.n),
+                   "retrieval_timeout_s": 60.0}
+
+    async def one():
+        loop = build_loop(config, server, tokenizer, **loop_kwargs)
+        return await loop.run({"temperature": 1.0}, raw_prompt=QUESTION, extra_info={})
+
+    started = time.perf_counter()
+    outputs = await asyncio.gather(*(one() for _ in range(n)))
+    return time.perf_counter() - started, outputs
+
+
+def check(outputs: list, searches: int) -> None:
+    """Every trajectory did what the script says, so the timing is of the real path, not of a shortcut."""
+    for output in outputs:
+        metrics = output.extra_fields["agent_metrics"]
+        assert output.extra_fields["rag_r1"]["answer"] == "Nile", output.extra_fields["rag_r1"]
+        assert metrics["num_tool_calls"] == searches and metrics["num_turns"] == searches + 1, metrics
+        assert not any(v for k, v in metrics.items() if k.startswith("failure/")), metrics
+        assert 0 in output.response_mask and 1 in output.response_mask
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--gen-ms", type=float, default=200.0, help="generate-server latency per turn (G)")
+    parser.add_argument("--tool-ms", type=float, default=300.0, help="retrieval latency per search (L)")
+    parser.add_argument("--searches", type=int, default=3, help="searches per trajectory (S); S+1 generations")
+    parser.add_argument("--n", type=lambda s: [int(x) for x in s.split(",")], default=[1, 8, 64],
+                        help="concurrent trajectories, comma-separated")
+    parser.add_argument("--retrieval-max-concurrency", type=int, default=0,
+                        help="RetrievalClient connection limit (rag_r1 default 16; here: max N unless given)")
+    args = parser.parse_args(argv)
+
+    from transformers import AutoTokenizer
+
+    with tempfile.TemporaryDirectory() as tmp, SleepingRetrievalServer(args.tool_ms / 1000) as tool_server, \
+            SleepingRetrievalServer(0.0) as instant_server:
+        path = model_dir(Path(tmp))
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        config = verl_config(path)
+        ideal = ((args.searches + 1) * args.gen_ms + args.searches * args.tool_ms) / 1000
+        asyncio.run(run_batch(1, config, tokenizer, args, tool_server.url, 0.0))  # warm-up: imports, connections
+
+        print(f"rag_r1 loop, G={args.gen_ms:g} ms per generation, L={args.tool_ms:g} ms per search, "
+              f"S={args.searches} searches -> {args.searches + 1} generations per trajectory; "
+              f"ideal (critical path of one trajectory) = {ideal:.2f} s; cpus={os.cpu_count()}")
+        header = (f"{'N':>4} {'ideal s':>8} {'serial sum s':>13} {'measured s':>11} {'overlap eff.':>13} "
+                  f"{'vs serial':>10} {'cpu floor s':>12}")
+        print(header)
+        print("-" * len(header))
+        for n in args.n:
+            measured, outputs = asyncio.run(run_batch(n, config, tokenizer, args, tool_server.url, args.gen_ms / 1000))
+            check(outputs, args.searches)
+            # The same N trajectories with G = L = 0: the loop's own CPU work (and HTTP) on this machine.
+            floor, outputs = asyncio.run(run_batch(n, config, tokenizer, args, instant_server.url, 0.0))
+            check(outputs, args.searches)
+            serial = n * ideal
+            print(f"{n:>4} {ideal:>8.2f} {serial:>13.2f} {measured:>11.2f} {ideal / measured:>13.2f} "
+                  f"{serial / measured:>9.1f}x {floor:>12.2f}")
+        print("overlap eff. = ideal / measured (1.0 = every wait overlapped); cpu floor = the same N with G = L = 0")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
