@@ -308,14 +308,22 @@ def _size(sources, key: str) -> tuple[float, float] | None:
     return None
 
 
-def _validate(coord_system: str) -> None:
+def _validate(coord_system, use_smart_resize, factor, min_pixels, max_pixels) -> None:
+    """Options are config: a bad one raises (before the model output is looked at)."""
     if coord_system not in COORD_SYSTEMS:
         raise ValueError(f"unknown coord_system {coord_system!r}; known: {', '.join(COORD_SYSTEMS)}")
+    if not isinstance(use_smart_resize, bool):
+        raise ValueError(f"use_smart_resize must be true or false, got {use_smart_resize!r}")
+    for name, value in (("factor", factor), ("min_pixels", min_pixels), ("max_pixels", max_pixels)):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if min_pixels > max_pixels:
+        raise ValueError(f"min_pixels ({min_pixels}) must not exceed max_pixels ({max_pixels})")
 
 
 def _prepare(solution_str, ground_truth, extra_info, coord_system, use_smart_resize, factor, min_pixels, max_pixels):
     """(click in original pixels, gt box) or an error type."""
-    _validate(coord_system)
+    _validate(coord_system, use_smart_resize, factor, min_pixels, max_pixels)
     gt = _gt_box(ground_truth)
     if gt is None:
         return "gui:bad_ground_truth"

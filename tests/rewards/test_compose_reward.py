@@ -96,6 +96,7 @@ def test_module_and_file_references(tmp_path):
         ([{"name": "qa_em", "kwargs": {"normaliser": "squad"}}], r"unexpected kwargs \['normaliser'\]"),  # typo
         ([{"name": "qa_em", "kwargs": {"normalizer": "bogus"}}], "trial call.*unknown normalizer"),  # bad value
         ([{"name": "format", "kwargs": {"mode": "parallel"}}], "unknown format mode"),  # bad value
+        ([{"name": "gui_click_in_box", "kwargs": {"coord_system": "pixels"}}], "unknown coord_system"),  # bad value
         ([{"name": "qa_em"}, {"name": "qa_em"}], "duplicate component keys"),  # same key twice
         ([{"name": "qa_em", "key": "score"}], "bad key"),  # a key that would clobber the total
         ([], "non-empty list"),  # nothing to compose

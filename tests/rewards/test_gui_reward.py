@@ -204,9 +204,19 @@ def test_gold_gets_the_maximum(name, template, extra_info, options):
     assert result["error_type"] is None
 
 
-def test_bad_coord_system_is_a_config_error():
-    with pytest.raises(ValueError, match="thousandths"):
-        gui_gaussian_point("(1, 2)", [0, 0, 5, 5], coord_system="pixels")
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"coord_system": "pixels"}, "thousandths"),  # unknown coordinate system, known ones listed
+        ({"use_smart_resize": "yes"}, "true or false"),  # not a bool
+        ({"factor": 0}, "positive integer"),  # no patch size
+        ({"max_pixels": 1.5e6}, "positive integer"),  # a float where the processor takes an int
+        ({"min_pixels": 10, "max_pixels": 5}, "must not exceed"),  # an empty range
+    ],
+)
+def test_bad_options_are_config_errors(options, message):
+    with pytest.raises(ValueError, match=message):
+        gui_gaussian_point("(1, 2)", [0, 0, 5, 5], **options)
 
 
 # ---------------------------------------------------------------- V2P label
