@@ -84,6 +84,8 @@ def build_index(corpus_path: str | Path, out_dir: str | Path, backend: str = DEF
     so a folder without it is an unfinished build.
     """
     corpus_path, out_dir = Path(corpus_path).resolve(), Path(out_dir)
+    if not corpus_path.is_file():
+        raise FileNotFoundError(f"corpus file {corpus_path} does not exist")
     cls = backend_class(backend)
     if out_dir.exists() and any(out_dir.iterdir()):
         if not overwrite:
