@@ -359,8 +359,9 @@ def _prepare(solution_str, ground_truth, extra_info, coord_system, use_smart_res
     return ParsedClick((scaled[0], scaled[1]), box), gt
 
 
-def _gui_reward(score_fn, solution_str, ground_truth, extra_info, kwargs) -> dict:
-    prepared = _prepare(solution_str, ground_truth, extra_info, **kwargs)
+def _gui_reward(score_fn, solution_str, ground_truth, extra_info, *options) -> dict:
+    """options: coord_system, use_smart_resize, factor, min_pixels, max_pixels (see _prepare)."""
+    prepared = _prepare(solution_str, ground_truth, extra_info, *options)
     if isinstance(prepared, str):
         return {"score": 0.0, "error_type": prepared, "in_box": 0.0}
     click, gt = prepared
@@ -396,15 +397,9 @@ def gui_click_in_box(
     ...                  {"image_size": [400, 300], "input_size": [800, 600]})["score"]
     1.0
     """
-    options = dict(
-        coord_system=coord_system,
-        use_smart_resize=use_smart_resize,
-        factor=factor,
-        min_pixels=min_pixels,
-        max_pixels=max_pixels,
-    )
+    options = (coord_system, use_smart_resize, factor, min_pixels, max_pixels)
     return _gui_reward(
-        lambda c, gt: (float(point_in_box(c.point, gt)), None), solution_str, ground_truth, extra_info, options
+        lambda c, gt: (float(point_in_box(c.point, gt)), None), solution_str, ground_truth, extra_info, *options
     )
 
 
@@ -426,15 +421,9 @@ def gui_gaussian_point(
     >>> round(gui_gaussian_point("[30, 30]", [10, 20, 30, 40])["score"], 4)  # one sigma off in x
     0.6065
     """
-    options = dict(
-        coord_system=coord_system,
-        use_smart_resize=use_smart_resize,
-        factor=factor,
-        min_pixels=min_pixels,
-        max_pixels=max_pixels,
-    )
+    options = (coord_system, use_smart_resize, factor, min_pixels, max_pixels)
     return _gui_reward(
-        lambda c, gt: (gaussian_point_score(c.point, gt), None), solution_str, ground_truth, extra_info, options
+        lambda c, gt: (gaussian_point_score(c.point, gt), None), solution_str, ground_truth, extra_info, *options
     )
 
 
@@ -458,17 +447,11 @@ def gui_gaussian_coverage(
     >>> gui_gaussian_coverage("[10, 20, 30, 40]", [10, 20, 30, 40])
     {'score': 1.0, 'error_type': None, 'in_box': 1.0}
     """
-    options = dict(
-        coord_system=coord_system,
-        use_smart_resize=use_smart_resize,
-        factor=factor,
-        min_pixels=min_pixels,
-        max_pixels=max_pixels,
-    )
+    options = (coord_system, use_smart_resize, factor, min_pixels, max_pixels)
 
     def score(click: ParsedClick, gt):
         if click.box is None:
             return 0.0, "gui:point_not_box"
         return gaussian_coverage_score(click.box, gt), None
 
-    return _gui_reward(score, solution_str, ground_truth, extra_info, options)
+    return _gui_reward(score, solution_str, ground_truth, extra_info, *options)
