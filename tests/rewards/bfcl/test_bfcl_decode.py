@@ -1,0 +1,166 @@
+"""decode(): model text -> [{name: {param: value}}], table-driven (one comment per case)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from agentic_verl.rewards.bfcl import DecodeError, decode
+
+PYTHON_CASES = [
+    # the plain prompting format: a list of keyword calls
+    ("[f(a=1, b='x')]", [{"f": {"a": 1, "b": "x"}}]),
+    # several calls keep their order
+    ('[f(a=1), g(b="y")]', [{"f": {"a": 1}}, {"g": {"b": "y"}}]),
+    # brackets are added when missing, as BFCL does
+    ("f(a=1)", [{"f": {"a": 1}}]),
+    # dotted names are joined
+    ("[math.hypot(x=4, y=5)]", [{"math.hypot": {"x": 4, "y": 5}}]),
+    # a plain code fence is stripped
+    ("```\n[f(a=1)]\n```", [{"f": {"a": 1}}]),
+    # a fence with a language tag is unwrapped (documented divergence: BFCL fails to decode it)
+    ("```python\n[f(a=1)]\n```", [{"f": {"a": 1}}]),
+    # reasoning before the last </think> is dropped
+    ("<think>maybe [g(a=2)]</think>\n\n[f(a=1)]", [{"f": {"a": 1}}]),
+    # negative numbers
+    ("[f(a=-5, b=-2.5)]", [{"f": {"a": -5, "b": -2.5}}]),
+    # unary plus keeps the sign (documented divergence: BFCL turns +5 into -5)
+    ("[f(a=+5)]", [{"f": {"a": 5}}]),
+    # `not` is logical negation (BFCL: -True == -1)
+    ("[f(a=not True)]", [{"f": {"a": False}}]),
+    # literal arithmetic is folded without executing anything
+    ("[f(a=2*3, b='a'+'b', c=2**10)]", [{"f": {"a": 6, "b": "ab", "c": 1024}}]),
+    # lists, dicts, tuples and nested structures
+    ("[f(a=[1, [2]], b={'k': (1, 2)})]", [{"f": {"a": [1, [2]], "b": {"k": (1, 2)}}}]),
+    # a bare name is its identifier text (a variable)
+    ("[f(a=my_var, b=true)]", [{"f": {"a": "my_var", "b": "true"}}]),
+    # a call with keywords as a value becomes a nested call dict
+    ("[f(a=g(x=1))]", [{"f": {"a": {"g": {"x": 1}}}}]),
+    # a call without keywords as a value is its source text
+    ("[f(a=len(x))]", [{"f": {"a": "len(x)"}}]),
+    # a subscript is its source text
+    ("[f(a=x[0])]", [{"f": {"a": "x[0]"}}]),
+    # positional arguments are ignored, **kwargs lands under None (as in BFCL)
+    ("[f(1, a=2, **kw)]", [{"f": {"a": 2, None: "kw"}}]),
+    # an Ellipsis is the string "..."
+    ("[f(a=...)]", [{"f": {"a": "..."}}]),
+    # an empty list decodes to no calls
+    ("[]", []),
+    # a float literal too large for a float is inf, never evaluated as anything else
+    ("[f(a=1e999999)]", [{"f": {"a": math.inf}}]),
+]
+
+PYTHON_FAILURES = [
+    # plain text is not a call list
+    "I cannot help with that.",
+    # an element that is not a call
+    "[f(a=1), 5]",
+    # a lambda value (BFCL fails too)
+    "[f(a=lambda x: x)]",
+    # a set value (unsupported syntax in BFCL)
+    "[f(a={1, 2})]",
+    # a huge power is refused instead of computed
+    "[f(a=10**10**10)]",
+    # string formatting is not arithmetic and could allocate gigabytes
+    "[f(a='%*d' % (10**9, 1))]",
+    # a sequence repeated past the size limit
+    "[f(a='x' * 10**9)]",
+    # arithmetic on names would need eval; refused
+    "[f(a=x + 1)]",
+    # unary operator on a non-literal (BFCL fails too)
+    "[f(a=-x)]",
+    # dict unpacking is not a value
+    "[f(a={**d})]",
+    # unbalanced brackets
+    "[f(a=1]",
+    # deeply nested brackets hit the parser's limit
+    "[f(a=" + "[" * 500 + "]" * 500 + ")]",
+    # a quoted call list: brackets are added first, so it is a list holding a string (as in BFCL)
+    "'[f(a=1)]'",
+    # not a string at all
+    None,
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), PYTHON_CASES)
+def test_python_decoding(text, expected):
+    assert decode(text) == expected
+
+
+@pytest.mark.parametrize("text", PYTHON_FAILURES)
+def test_python_decode_failures(text):
+    with pytest.raises(DecodeError):
+        decode(text)
+
+
+def test_bfcl_quirks_reproduce_the_official_unary_and_fence_handling():
+    # With quirks, every unary operator negates and a ```python fence makes the text undecodable.
+    assert decode("[f(a=+5, b=not True)]", bfcl_quirks=True) == [{"f": {"a": -5, "b": -1}}]
+    with pytest.raises(DecodeError):
+        decode("```python\n[f(a=1)]\n```", bfcl_quirks=True)
+
+
+JAVA_CASES = [
+    # string literals lose their quotes, numbers and booleans stay source text
+    ('[A.b(x="s", n=5, t=true)]', [{"A.b": {"x": "s", "n": "5", "t": "true"}}]),
+    # long/float suffixes and char literals are kept as written (converted by type later)
+    ("[f(l=5L, f=1.5f, c='c')]", [{"f": {"l": "5L", "f": "1.5f", "c": "c"}}]),
+    # array creation renders as `new T[]{...}` without spaces
+    ("[f(a=new int[] {1, 2})]", [{"f": {"a": "new int[]{1,2}"}}]),
+    # object creation keeps its arguments, a method call its source text
+    ('[f(a=new ArrayList<>(Arrays.asList("a", "b")))]', [{"f": {"a": 'new ArrayList<>(Arrays.asList("a", "b"))'}}]),
+    # an anonymous class body is dropped, as BFCL drops it
+    ('[f(m=new HashMap<String, Object>() {{ put("k", 1); }})]', [{"f": {"m": "new HashMap<String,Object>()"}}]),
+    # other expressions are their tokens without spaces
+    ("[f(a=1 + 2, b=-5, c=x -> x)]", [{"f": {"a": "1+2", "b": "-5", "c": "x->x"}}]),
+    # a bare identifier argument lands under None, other positional arguments are ignored
+    ("[f(a=1, 2, k)]", [{"f": {"a": "1", None: "k"}}]),
+    # no method call at all: {} (BFCL's format check rejects it)
+    ("hello", {}),
+]
+
+JS_CASES = [
+    # values are source text; matching quotes are trimmed
+    ('[f(a="s", b=5, c=[1, 2])]', [{"f": {"a": "s", "b": "5", "c": "[1, 2]"}}]),
+    # objects and template strings stay as written, with their spacing
+    ("[f(o={k: 1, 'z': [1,2]}, t=`x`)]", [{"f": {"o": "{k: 1, 'z': [1,2]}", "t": "`x`"}}]),
+    # a bare identifier or `true` lands under None
+    ("[f(a=1, k)]", [{"f": {"a": "1", None: "k"}}]),
+    # the first top-level call statement is the call
+    ("[f(a=1); g(b=2)]", [{"f": {"a": "1"}}]),
+    # two calls separated by a comma are a sequence, not a call: None
+    ("[f(a=1), g(b=2)]", None),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), JAVA_CASES)
+def test_java_decoding(text, expected):
+    assert decode(text, "java") == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), JS_CASES)
+def test_javascript_decoding(text, expected):
+    assert decode(text, "javascript") == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        # duplicate argument names are an error in BFCL's Java/JS parsers
+        ("[f(a=1, a=2)]", "java"),
+        # parenthesised values fail tree-sitter's Java parse in BFCL
+        ("[f(a=(1))]", "java"),
+        # an array with a size and no initializer crashes BFCL's Java extraction
+        ("[f(a=new int[5])]", "java"),
+        # unterminated string
+        ('[f(a="x)]', "javascript"),
+        # a doubly bracketed call is rejected (documented: tree-sitter recovers from some of these)
+        ("[[f(a=1, b=2)]]", "java"),
+        # brackets nested past the limit
+        ("[f(a=" + "[" * 200 + ")]", "javascript"),
+    ],
+)
+def test_java_javascript_failures(text, language):
+    with pytest.raises(ValueError):
+        decode(text, language)
