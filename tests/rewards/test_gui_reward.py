@@ -49,8 +49,18 @@ def test_parse_click(text, expected):
     assert parse_click(text) == expected
 
 
-@pytest.mark.parametrize("height, width", [(1080, 1920), (28, 28), (10, 2000), (4000, 3000), (57, 85), (1, 150)])
-@pytest.mark.parametrize("max_pixels", [28 * 28 * 1280, 16384 * 28 * 28])
+@pytest.mark.parametrize(
+    "height, width",
+    [
+        (1080, 1920),  # a full-HD screenshot
+        (28, 28),  # exactly one patch: grown to min_pixels
+        (10, 2000),  # a thin strip (aspect 200, the limit)
+        (4000, 3000),  # a large photo: shrunk below max_pixels
+        (57, 85),  # sides that round differently
+        (1, 150),  # one pixel high: rounds to 0, then the min_pixels branch
+    ],
+)
+@pytest.mark.parametrize("max_pixels", [28 * 28 * 1280, 16384 * 28 * 28])  # transformers' default, Qwen2.5-VL's
 def test_smart_resize_matches_transformers(height, width, max_pixels):
     # the Qwen2-VL/2.5-VL image processor in transformers is the reference implementation
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize as reference
