@@ -243,3 +243,54 @@ def test_agentic_trace_reward_manager_folds_metrics_into_reward_extra_info(tmp_p
     records = [json.loads(line) for line in Path(dump_path(str(tmp_path))).read_text().splitlines()]
     assert records == [{"schema": 1, "kind": "reward", "request_id": "req-1", "reward": 1.0,
                         "reward_components": {"score": 1.0, "em": 1.0}}]
+
+
+# -- end to end: our rag_r1 loop -> trace dump -> agentic_trace reward record -> the viewer ---------------------
+def test_rag_r1_trajectory_dump_reward_and_report(qwen_dir, retrieval_server, tmp_path, monkeypatch):
+    from agent_loop_helpers import ScriptedServer, run_loop, sample, verl_config
+    from transformers import AutoTokenizer
+    from verl.experimental.reward_loop.reward_manager import get_reward_manager_cls
+
+    from agentic_verl.agent_loops.prompts import rag_r1_messages
+    from agentic_verl.viewer import load_dumps, render_report
+
+    monkeypatch.setenv(TRAJECTORY_DIR_ENV, str(tmp_path))
+    tok = AutoTokenizer.from_pretrained(qwen_dir)
+    server = ScriptedServer(tok, [
+        "<think>Look it up.</think>\n<search> who wrote hamlet </search>",
+        "<think>Found it.</think>\n<answer> William Shakespeare </answer><|im_end|>",
+    ])
+    config = verl_config(qwen_dir, f"+actor_rollout_ref.rollout.custom.rag_r1.retrieval_url={retrieval_server.url}",
+                         "+actor_rollout_ref.rollout.custom.rag_r1.mode=sq")
+    out = run_loop("rag_r1", config, server, tok, {"temperature": 0.0},
+                   sample(rag_r1_messages("Who wrote Hamlet", mode="sq"), extra_info={}))
+
+    # verl then scores the trajectory in its reward loop; our manager adds the reward record to the dumps.
+    async def score():
+        manager = get_reward_manager_cls("agentic_trace")(config=None, tokenizer=tok, compute_score=_exact_match)
+        data = _reward_input(tok, out.extra_fields, tok.decode(out.response_ids, skip_special_tokens=True))
+        data.non_tensor_batch["reward_model"][0] = {"ground_truth": "Shakespeare"}
+        return await manager.run_single(data)
+
+    result = asyncio.run(score())
+    assert result["reward_score"] == 1.0 and result["reward_extra_info"]["agent/num_searches"] == 1.0
+
+    loaded = load_dumps([str(tmp_path)])
+    assert loaded.skipped == [] and loaded.rewards_joined == 1
+    [trajectory] = loaded.trajectories
+    assert trajectory["agent_name"] == "rag_r1" and trajectory["global_step"] == 7
+    assert trajectory["reward"] == 1.0 and trajectory["reward_components"]["em"] == 1.0
+    assert trajectory["response_mask"] == out.response_mask
+    [turn0, turn1] = trajectory["turns"]
+    assert [c["name"] for c in turn0["tool_calls"]] == ["search"] and turn0["tool_calls"][0]["queries"] == 1
+    assert turn0["tool_calls"][0]["arguments"] == {"queries": ["who wrote hamlet"]}
+    assert turn0["observation_tokens"] == out.response_mask.count(0) and turn1["tool_calls"] == []
+    # The dump's policy/observation runs are exactly the loop's response, split by its mask.
+    runs = [(s["policy"], s["text"]) for s in trajectory["response_segments"]]
+    assert [policy for policy, _ in runs] == [True, False, True]
+    assert "".join(text for _, text in runs) == tok.decode(out.response_ids, skip_special_tokens=False)
+    assert runs[1][1].startswith("\n<information>\nDoc 1: Hamlet")
+
+    page = render_report(loaded)
+    assert page.count('<section class="traj"') == 1 and "reward 1</span>" in page
+    assert "&lt;search&gt; who wrote hamlet &lt;/search&gt;" in page
