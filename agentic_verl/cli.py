@@ -17,7 +17,6 @@ COMMAND_MODULES = (
     "agentic_verl.commands.serve",
     "agentic_verl.commands.view",
     "agentic_verl.commands.eval",
-    "agentic_verl.commands.cpu_model",
 )
 
 
