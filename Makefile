@@ -43,3 +43,9 @@ bench: install
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache outputs
+
+# The official BFCL checker (bfcl-eval) in its own venv, for benchmarks/bfcl_agreement.py and the
+# `bfcl_official` tests (its dependency pins cannot live in .venv). Needs PyPI once.
+.PHONY: bfcl-venv
+bfcl-venv: install
+	$(PY) -c "import sys; sys.path.insert(0, 'benchmarks'); import _bfcl_official; print(_bfcl_official.ensure_venv())"

@@ -1,0 +1,80 @@
+"""The bfcl_ast reward component and its verl entry (reward_fns/bfcl_ast.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agentic_verl.rewards import REWARDS
+from agentic_verl.rewards.bfcl import bfcl_ast, error_type_of
+
+FUNCTIONS = [{"name": "add", "parameters": {"type": "dict", "required": ["a", "b"],
+              "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}}]  # fmt: skip
+ANSWER = [{"add": {"a": [1], "b": [2]}}]
+EXTRA = {"functions": FUNCTIONS, "category": "simple_python"}
+REPO = Path(__file__).resolve().parents[3]
+
+CASES = [
+    # the gold call, ground truth as objects
+    ("[add(a=1, b=2)]", ANSWER, EXTRA, 1.0, None, None),
+    # ground truth and functions as JSON strings (as stored in parquet)
+    ("[add(a=1, b=2)]", json.dumps(ANSWER), {**EXTRA, "functions": json.dumps(FUNCTIONS)}, 1.0, None, None),
+    # the whole possible-answer record {"id", "ground_truth"}
+    ("[add(a=1, b=2)]", {"id": "x", "ground_truth": ANSWER}, EXTRA, 1.0, None, None),
+    # a missing parameter
+    ("[add(a=1)]", ANSWER, EXTRA, 0.0, "bfcl:missing_required", "simple_function_checker:missing_required"),
+    # a wrong value
+    ("[add(a=1, b=3)]", ANSWER, EXTRA, 0.0, "bfcl:value_error", "value_error:others"),
+    # a wrong type
+    ("[add(a=1, b='2')]", ANSWER, EXTRA, 0.0, "bfcl:type_error", "type_error:simple"),
+    # not a call
+    ("3", ANSWER, EXTRA, 0.0, "bfcl:decode_failed", "ast_decoder:decoder_failed"),
+    # garbage ground truth
+    ("[add(a=1, b=2)]", "not json", EXTRA, 0.0, "bfcl:bad_ground_truth", "bfcl:bad_ground_truth"),
+    # missing ground truth
+    ("[add(a=1, b=2)]", None, EXTRA, 0.0, "bfcl:bad_ground_truth", "bfcl:bad_ground_truth"),
+    # no extra_info at all: no functions to check against
+    ("[add(a=1, b=2)]", ANSWER, None, 0.0, "bfcl:bad_ground_truth", "bfcl:bad_ground_truth"),
+    # irrelevance needs no ground truth
+    ("No tool fits.", None, {"functions": FUNCTIONS, "category": "irrelevance"}, 1.0, None, None),
+    # irrelevance with a call
+    ("[add(a=1, b=2)]", None, {"functions": FUNCTIONS, "category": "irrelevance"}, 0.0, "bfcl:call_when_irrelevant",
+     "irrelevance_error:decoder_success"),
+]
+
+
+@pytest.mark.parametrize(("output", "ground_truth", "extra", "score", "error_type", "bfcl_error_type"), CASES)
+def test_component(output, ground_truth, extra, score, error_type, bfcl_error_type):
+    result = bfcl_ast(output, ground_truth, extra)
+    assert result["score"] == score
+    assert result["error_type"] == error_type
+    assert result["bfcl_error_type"] == bfcl_error_type
+
+
+def test_numpy_ground_truth_from_parquet():
+    # parquet readers hand back numpy object arrays
+    assert bfcl_ast("[add(a=1, b=2)]", np.array(ANSWER, dtype=object), EXTRA)["score"] == 1.0
+
+
+def test_registered_under_its_name():
+    assert REWARDS.get("bfcl_ast") is bfcl_ast
+
+
+def test_error_types_are_namespaced():
+    for bfcl_type in ["type_error:nested", "value_error:dict_key", "dict_checker:unclear", "ast_decoder:decoder_failed",
+                      "parallel_function_checker_no_order:cannot_find_match", "relevance_error:decoder_failed"]:
+        assert error_type_of(bfcl_type).startswith("bfcl:")
+    assert error_type_of(None) is None
+
+
+def test_verl_entry_delegates():
+    spec = importlib.util.spec_from_file_location("bfcl_ast_entry", REPO / "reward_fns" / "bfcl_ast.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    result = module.compute_score("bfcl", "[add(a=1, b=2)]", json.dumps(ANSWER), EXTRA)
+    assert result["score"] == 1.0 and result["bfcl_valid"] is True
+    assert module.compute_score("bfcl", "[add(a=2, b=2)]", ANSWER, EXTRA)["score"] == 0.0
