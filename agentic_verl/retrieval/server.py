@@ -30,7 +30,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr, ValidationError
 
-from agentic_verl.retrieval.service import RequestError, RetrievalService, validate
+from agentic_verl.retrieval.service import RequestError, RetrievalService
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +93,6 @@ def create_app(service: RetrievalService):
         started, status = time.perf_counter(), 200
         try:
             parsed = parse_request(await read_body(request))
-            validate(parsed.queries, parsed.topk, service.limits)
             results = await service.search(parsed.queries, parsed.topk)
             if parsed.return_scores:
                 payload = [[{"document": {"id": p.id, "contents": p.contents}, "score": p.score} for p in passages]

@@ -82,6 +82,11 @@ def validate(queries: object, topk: object, limits: Limits) -> None:
             raise RequestError(422, f"queries[{i}] is empty")
         if len(query) > limits.max_query_chars:
             raise RequestError(413, f"queries[{i}] has {len(query)} characters; the limit is {limits.max_query_chars}")
+        if not query.isascii():
+            try:
+                query.encode("utf-8")
+            except UnicodeEncodeError:
+                raise RequestError(422, f"queries[{i}] is not valid Unicode (it has a lone surrogate)") from None
 
 
 class ServiceMetrics:
@@ -255,8 +260,14 @@ class _Recorder:
 
     def __init__(self, path: Path, meta: dict):
         self.path = path
-        self._seen = set(_ReplayStore(path).keys()) if path.is_file() and path.stat().st_size else set()
-        new = not self._seen and not (path.is_file() and path.stat().st_size)
+        new = not (path.is_file() and path.stat().st_size)
+        self._seen: set = set()
+        if not new:  # appending: the file must come from the same index, or replay would mix two indexes
+            existing = _ReplayStore(path)
+            if existing.meta and _identity(existing.meta) != _identity(meta):
+                raise ValueError(f"record file {path} was recorded from another index "
+                                 f"({_identity(existing.meta)} vs {_identity(meta)}); record to a new file")
+            self._seen = set(existing.keys())
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
         self._lock = threading.Lock()
@@ -276,6 +287,11 @@ class _Recorder:
     def close(self) -> None:
         with self._lock:
             self._file.close()
+
+
+def _identity(meta: dict) -> tuple:
+    corpus = meta.get("corpus") or {}
+    return meta.get("backend"), corpus.get("sha256"), meta.get("options"), meta.get("built_at")
 
 
 class _ReplayStore:

@@ -92,7 +92,8 @@ async def test_validation_applies_in_process_too():
     service = gated_service(backend, limits=Limits(max_queries=2, max_topk=5))
     try:
         for queries, topk, phrase in ((["a", "b", "c"], 1, "limit is 2"), (["a"], 6, "between 1 and 5"),
-                                      ("a", 1, "list of strings"), ([""], 1, "queries[0] is empty")):
+                                      ("a", 1, "list of strings"), ([""], 1, "queries[0] is empty"),
+                                      (["ok", "x\ud800"], 1, "queries[1] is not valid Unicode")):
             with pytest.raises(RequestError, match=re.escape(phrase)):
                 await service.search(queries, topk)
     finally:
@@ -161,3 +162,20 @@ def test_replay_and_record_cannot_be_combined(tmp_path):
         RetrievalService(replay=tmp_path / "r.jsonl", record=tmp_path / "x.jsonl")
     with pytest.raises(ValueError, match="exactly one"):
         RetrievalService()
+
+
+def test_recording_into_a_file_from_another_index_is_refused(tiny_index_dir, tiny_corpus_path, tmp_path):
+    from agentic_verl.retrieval.index import build_index
+
+    record = tmp_path / "r.jsonl"
+    service = RetrievalService(load_index(tiny_index_dir), record=record)
+    service.search_sync(["Nile"], 1)
+    service.close()
+    service = RetrievalService(load_index(tiny_index_dir), record=record)  # same index: appends
+    service.search_sync(["Nile", "Tokyo"], 1)
+    service.close()
+    assert [json.loads(line).get("query") for line in record.read_text().splitlines()] == [None, "Nile", "Tokyo"]
+    other = tmp_path / "other"
+    build_index(tiny_corpus_path, other, show_progress=False, k1=1.1)
+    with pytest.raises(ValueError, match="was recorded from another index"):
+        RetrievalService(load_index(other), record=record)
