@@ -24,6 +24,7 @@ import asyncio
 import os
 import shutil
 import socket
+import statistics
 import sys
 import tempfile
 import threading
@@ -175,6 +176,7 @@ def main(argv=None) -> int:
     parser.add_argument("--searches", type=int, default=3, help="searches per trajectory (S); S+1 generations")
     parser.add_argument("--n", type=lambda s: [int(x) for x in s.split(",")], default=[1, 8, 64],
                         help="concurrent trajectories, comma-separated")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per N; the table shows the median (and range)")
     parser.add_argument("--retrieval-max-concurrency", type=int, default=0,
                         help="RetrievalClient connection limit (rag_r1 default 16; here: max N unless given)")
     args = parser.parse_args(argv)
@@ -192,20 +194,27 @@ def main(argv=None) -> int:
         print(f"rag_r1 loop, G={args.gen_ms:g} ms per generation, L={args.tool_ms:g} ms per search, "
               f"S={args.searches} searches -> {args.searches + 1} generations per trajectory; "
               f"ideal (critical path of one trajectory) = {ideal:.2f} s; cpus={os.cpu_count()}")
-        header = (f"{'N':>4} {'ideal s':>8} {'serial sum s':>13} {'measured s':>11} {'overlap eff.':>13} "
-                  f"{'vs serial':>10} {'cpu floor s':>12}")
+        header = (f"{'N':>4} {'ideal s':>8} {'serial sum s':>13} {'measured s (median)':>20} {'range':>12} "
+                  f"{'overlap eff.':>13} {'vs serial':>10} {'cpu floor s':>12}")
         print(header)
         print("-" * len(header))
         for n in args.n:
-            measured, outputs = asyncio.run(run_batch(n, config, tokenizer, args, tool_server.url, args.gen_ms / 1000))
-            check(outputs, args.searches)
-            # The same N trajectories with G = L = 0: the loop's own CPU work (and HTTP) on this machine.
-            floor, outputs = asyncio.run(run_batch(n, config, tokenizer, args, instant_server.url, 0.0))
-            check(outputs, args.searches)
+            measured, floor = [], []
+            for _ in range(args.repeats):
+                seconds, outputs = asyncio.run(run_batch(n, config, tokenizer, args, tool_server.url,
+                                                         args.gen_ms / 1000))
+                check(outputs, args.searches)
+                measured.append(seconds)
+                # The same N trajectories with G = L = 0: the loop's own CPU work (and HTTP) on this machine.
+                seconds, outputs = asyncio.run(run_batch(n, config, tokenizer, args, instant_server.url, 0.0))
+                check(outputs, args.searches)
+                floor.append(seconds)
+            median = statistics.median(measured)
             serial = n * ideal
-            print(f"{n:>4} {ideal:>8.2f} {serial:>13.2f} {measured:>11.2f} {ideal / measured:>13.2f} "
-                  f"{serial / measured:>9.1f}x {floor:>12.2f}")
-        print("overlap eff. = ideal / measured (1.0 = every wait overlapped); cpu floor = the same N with G = L = 0")
+            print(f"{n:>4} {ideal:>8.2f} {serial:>13.2f} {median:>20.2f} {min(measured):>5.2f}-{max(measured):<6.2f} "
+                  f"{ideal / median:>13.2f} {serial / median:>9.1f}x {statistics.median(floor):>12.2f}")
+        print("overlap eff. = ideal / median measured (1.0 = every wait overlapped); "
+              "cpu floor = median of the same N with G = L = 0")
     return 0
 
 
