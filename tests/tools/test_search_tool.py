@@ -128,3 +128,26 @@ def test_config_errors_are_caught_at_construction():
                                           "parameters": {"type": "object", "properties": {}, "required": []}}})
     with pytest.raises(ValueError, match="must keep the 'query_list' parameter"):
         SearchTool({"type": "native", "retrieval_url": "http://127.0.0.1:1"}, other)
+
+
+async def test_through_verls_tool_agent_loop_call_path(retrieval_server):
+    # ToolAgentLoop._call_tool is verl's code for one tool call (create -> execute -> release -> truncate); the loop
+    # object needs only the attributes that method reads, so it is built without its model/server constructor
+    from types import SimpleNamespace
+
+    from verl.experimental.agent_loop.tool_agent_loop import ToolAgentLoop
+    from verl.experimental.agent_loop.tool_parser import FunctionCall
+
+    tool = make_tool(retrieval_server.url)
+    loop = ToolAgentLoop.__new__(ToolAgentLoop)
+    loop.tools = {tool.name: tool}
+    loop.max_tool_response_length, loop.tool_response_truncate_side = 60, "right"
+    agent_data = SimpleNamespace()
+    response, reward, metrics = await loop._call_tool(
+        FunctionCall(name="search", arguments='{"query_list": ["who wrote hamlet"]}'), {}, agent_data)
+    assert response.text == "Doc 1 (Title: Hamlet) Hamlet is a tragedy written by William...(truncated)"
+    assert metrics["status"] == "ok"
+    response, _, metrics = await loop._call_tool(FunctionCall(name="search", arguments='{"query_list": 3}'), {},
+                                                 agent_data)
+    assert metrics["error_type"] == "bad_arguments" and response.text.startswith("Search error (bad arguments)")
+    assert tool._instances == {}  # every call was released
