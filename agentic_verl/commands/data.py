@@ -11,6 +11,7 @@ import importlib
 
 SUBCOMMAND_MODULES = (
     "agentic_verl.commands.data",  # wiki-split (below)
+    "agentic_verl.commands.data_qa",  # toy-world, rag-r1, sft-trajectories
 )
 
 
