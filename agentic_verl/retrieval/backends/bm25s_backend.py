@@ -9,12 +9,16 @@ Build options (`agentic-verl index build --backend bm25s -o k1=0.9 ...`):
   stopwords ("en" or "none"), stemmer ("english" or any PyStemmer language, or "none"),
   n_threads (search threads for large batches; default min(4, cpus)).
 
+Building holds every passage's token ids in memory (4 bytes a token: ~0.3 KB a 100-word passage); the
+passages themselves are streamed to disk. For tens of millions of passages, `lucene` needs less memory.
+
 Queries with no indexed term (only stopwords, unknown words, empty) get no passages; passages with score 0
 (no term in common with the query) are never returned, so a query may get fewer than topk.
 """
 
 from __future__ import annotations
 
+import array
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -83,7 +87,9 @@ class BM25sBackend(RetrievalBackend):
                     writer.add(passage)
                     yield passage.contents
 
-            token_ids = list(tokenizer.streaming_tokenize(texts(), update_vocab=True))
+            # int32 arrays, not lists of Python ints: ~9x less memory for the corpus's token ids (bm25s holds them
+            # all while indexing), for ~30% more indexing time
+            token_ids = [array.array("i", ids) for ids in tokenizer.streaming_tokenize(texts(), update_vocab=True)]
         if not token_ids:
             raise ValueError("the corpus has no passages")
         retriever = bm25s.BM25(k1=float(k1), b=float(b), method=method)
