@@ -182,6 +182,18 @@ class _Batcher:
         self._thread.join(timeout=30)
 
     def _run(self) -> None:
+        try:
+            self._loop()
+        finally:  # whatever is still queued after a stop gets an answer instead of waiting forever
+            while True:
+                try:
+                    job = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if job is not None and job.future.set_running_or_notify_cancel():
+                    job.future.set_exception(RuntimeError("the retrieval service is shutting down"))
+
+    def _loop(self) -> None:
         stopping = False
         while not stopping:
             job = self._queue.get()
@@ -377,6 +389,8 @@ class RetrievalService:
 
     async def search(self, queries: list[str], topk: int = 3) -> list[list[Passage]]:
         """Best-first passages per query; raises RequestError for bad input and unrecorded replay queries."""
+        if self._closed:
+            raise RequestError(503, "the retrieval service is closed")
         validate(queries, topk, self.limits)
         self.metrics.count("queries", len(queries))
         found: dict[str, tuple[Passage, ...]] = {}

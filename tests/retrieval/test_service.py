@@ -154,6 +154,8 @@ def test_in_process_service_over_a_real_index(tiny_index_dir):
     finally:
         service.close()
     assert not service.healthy()
+    with pytest.raises(RequestError, match="closed"):  # not a request that waits forever
+        service.search_sync(["Tokyo"], 1)
 
 
 def test_replay_and_record_cannot_be_combined(tmp_path):
