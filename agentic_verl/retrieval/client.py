@@ -13,9 +13,12 @@ with a `category` that callers (the search tool) turn into metrics.
 from __future__ import annotations
 
 import asyncio
+import json
 import weakref
 
-import httpx
+# aiohttp, not httpx: httpx 0.28's async connection pool costs grow roughly quadratically with
+# concurrent requests (encode/httpcore#1035); at 64 concurrent trajectories it dominated rollout time.
+import aiohttp
 
 from agentic_verl.retrieval.protocol import Passage
 
@@ -37,7 +40,7 @@ class RetrievalError(Exception):
 
 class RetrievalClient:
     """Talks to one retrieval server. Safe to share between coroutines, and between event loops
-    (an `httpx.AsyncClient` and a semaphore are created lazily for each loop that uses the client)."""
+    (an `aiohttp.ClientSession` and a semaphore are created lazily for each loop that uses the client)."""
 
     def __init__(
         self,
@@ -58,15 +61,17 @@ class RetrievalClient:
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.max_concurrency = max_concurrency
-        # per event loop: (httpx client, semaphore); weak keys so a finished loop does not leak
+        # per event loop: (aiohttp session, semaphore); weak keys so a finished loop does not leak
         self._per_loop: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-    def _session(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
+    def _session(self) -> tuple[aiohttp.ClientSession, asyncio.Semaphore]:
         loop = asyncio.get_running_loop()
         session = self._per_loop.get(loop)
-        if session is None:
-            limits = httpx.Limits(max_connections=self.max_concurrency, max_keepalive_connections=self.max_concurrency)
-            http = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s), limits=limits, trust_env=False)
+        if session is None or session[0].closed:
+            connector = aiohttp.TCPConnector(limit=self.max_concurrency, force_close=False)
+            http = aiohttp.ClientSession(
+                connector=connector, timeout=aiohttp.ClientTimeout(total=self.timeout_s), trust_env=False
+            )
             session = (http, asyncio.Semaphore(self.max_concurrency))
             self._per_loop[loop] = session
         return session
@@ -84,23 +89,22 @@ class RetrievalClient:
             if attempt:
                 await asyncio.sleep(self.backoff_s * 2 ** (attempt - 1))
             try:
-                async with semaphore:
-                    response = await http.post(self.url, json=payload)
-            except httpx.TimeoutException as exc:
+                async with semaphore, http.post(self.url, json=payload) as response:
+                    status, body = response.status, await response.read()
+            except asyncio.TimeoutError as exc:
                 last_error = RetrievalError("timeout", f"no answer from {self.url} within {self.timeout_s}s "
                                             f"({type(exc).__name__})")
                 continue
-            except httpx.TransportError as exc:  # connection refused/reset, DNS, protocol errors
+            except aiohttp.ClientError as exc:  # connection refused/reset, protocol errors
                 last_error = RetrievalError("server_error", f"cannot reach {self.url}: {type(exc).__name__}: {exc}")
                 continue
-            if response.status_code >= 500:
-                last_error = RetrievalError("server_error", f"{self.url} answered {response.status_code}: "
-                                            f"{_error_detail(response)}")
+            if status >= 500:
+                last_error = RetrievalError("server_error", f"{self.url} answered {status}: {_error_detail(body)}")
                 continue
-            if response.status_code >= 400:
-                raise RetrievalError("bad_arguments", f"{self.url} rejected the request "
-                                     f"({response.status_code}): {_error_detail(response)}")
-            return _parse_result(response, len(queries), self.url)
+            if status >= 400:
+                raise RetrievalError("bad_arguments", f"{self.url} rejected the request ({status}): "
+                                     f"{_error_detail(body)}")
+            return _parse_result(body, len(queries), self.url)
         assert last_error is not None
         if self.max_retries:
             last_error.args = (f"{last_error.args[0]} (after {self.max_retries + 1} attempts)",)
@@ -114,14 +118,14 @@ class RetrievalClient:
             return
         session = self._per_loop.pop(loop, None)
         if session is not None:
-            await session[0].aclose()
+            await session[0].close()
 
 
-def _error_detail(response: httpx.Response) -> str:
+def _error_detail(raw: bytes) -> str:
     try:
-        body = response.json()
+        body = json.loads(raw)
     except ValueError:
-        return response.text[:300]
+        return raw[:300].decode("utf-8", "replace")
     if isinstance(body, dict) and "error" in body:
         return str(body["error"])[:300]
     if isinstance(body, dict) and "detail" in body:
@@ -129,9 +133,9 @@ def _error_detail(response: httpx.Response) -> str:
     return str(body)[:300]
 
 
-def _parse_result(response: httpx.Response, n_queries: int, url: str) -> list[list[Passage]]:
+def _parse_result(raw: bytes, n_queries: int, url: str) -> list[list[Passage]]:
     try:
-        result = response.json()["result"]
+        result = json.loads(raw)["result"]
         if not isinstance(result, list) or len(result) != n_queries:
             raise ValueError(f"expected {n_queries} result lists, got {type(result).__name__} "
                              f"of length {len(result) if isinstance(result, list) else '?'}")
