@@ -27,6 +27,7 @@ COMPONENTS: tuple[Component, ...] = (
     Component("platform", "cpu", "agentic_verl.cpu.platform"),
     Component("rollout", "hf", "agentic_verl.cpu.replica"),
     Component("agent_loop", "rag_r1", "agentic_verl.agent_loops.rag_r1"),
+    Component("agent_loop", "function_call", "agentic_verl.agent_loops.function_call"),
 )
 
 # Filled by register_all(): module -> "ExceptionType: message" for components that failed to import.

@@ -2,8 +2,8 @@
 
 No verl import: data-prep scripts use this module on machines without verl.
 
->>> print(rag_r1_prompt("Who wrote Hamlet", mode="sq").splitlines()[-1])
-Question: Who wrote Hamlet?
+>>> rag_r1_prompt("Who wrote Hamlet", mode="sq").rstrip().endswith("Question: Who wrote Hamlet?")
+True
 >>> rag_r1_messages("Capital of France?")[0]["role"]
 'user'
 >>> bfcl_messages("Weather in Paris?", [{"name": "get_weather", "parameters": {}}])[0]["role"]

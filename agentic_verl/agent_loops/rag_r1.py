@@ -125,7 +125,9 @@ def parse_action(text: str) -> tuple[str | None, str]:
 
 
 def split_queries(content: str, mode: str, max_queries: int) -> list[str]:
-    """>>> split_queries(" a , b,, c, d ", "mq", 3)
+    """The queries of one `<search>`: sq keeps the content whole; mq splits on commas and keeps `max_queries`.
+
+    >>> split_queries(" a , b,, c, d ", "mq", 3)
     ['a', 'b', 'c']
     >>> split_queries("a, b", "sq", 3)
     ['a, b']
@@ -136,7 +138,9 @@ def split_queries(content: str, mode: str, max_queries: int) -> list[str]:
 
 
 def escape_protocol_tags(text: str) -> str:
-    """>>> escape_protocol_tags("x <answer>y</answer>")
+    """HTML-escape the protocol's tags in retrieved text, so only the policy can open or close them.
+
+    >>> escape_protocol_tags("x <answer>y</answer>")
     'x &lt;answer&gt;y&lt;/answer&gt;'
     """
     return _PROTOCOL_TAG_RE.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}&gt;", text)

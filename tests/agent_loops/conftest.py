@@ -79,9 +79,14 @@ def smol_tokenizer(smol_dir):
 
 @pytest.fixture(scope="session")
 def smol_engine(smol_dir):
-    """The 135M model, loaded once per session behind the project's CPU generation engine."""
+    """The 135M model, loaded once per session behind the project's CPU generation engine.
+
+    One torch thread: on the shared 2-core machine two intra-op threads made decoding ~10x slower."""
+    import torch
+
     from agentic_verl.cpu.engine import HFGenerationEngine
 
+    torch.set_num_threads(1)
     return HFGenerationEngine(str(smol_dir), str(smol_dir), dtype="float32", max_batch_size=8, seed=0)
 
 

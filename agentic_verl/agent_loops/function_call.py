@@ -1,0 +1,153 @@
+"""`function_call`: FunReason / BFCL function calling as a single-turn verl agent loop.
+
+Prompt: BFCL's prompting format. When the sample's `extra_info.functions` (a list of function schemas, or its
+JSON string, as in BFCL's question files) is present, the loop builds the system prompt from it
+(`prompts.bfcl_system_prompt`) and keeps the row's user turn(s); otherwise `prompt` is used as is (data prep
+already called `prompts.bfcl_messages`).
+
+Target: `<think>...</think>\\n\\n[func_a(p=v), func_b(...)]`. One generation; the generated token ids are the
+response (mask 1). The loop classifies the output, it does not score it: the reward is BFCL's AST match in the
+reward-function path (`reward_fns/bfcl_ast.py`, which reads extra_info `functions`, `category`, `language`).
+
+Failure categories (trace.py taxonomy):
+- truncated_by_length: the generation hit its token limit before ending;
+- parse_error: an unclosed `<think>`, or an attempted call (a parenthesis, `[` or `{`) that BFCL's decoder
+  (ast-based, never executed) cannot decode, e.g. a JSON tool call instead of `[f(a=1)]`;
+- no_call: nothing after the reasoning, or prose without a call (in BFCL's irrelevance categories that is the
+  right answer: the metric says how often it happens, the reward says whether it was right).
+The decoded calls and the verdict go to `extra_fields["function_call"]`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+from uuid import uuid4
+
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
+
+from agentic_verl.agent_loops._common import (
+    Trajectory,
+    eos_token_ids,
+    merge_server_extra_fields,
+    pop_config_kwargs,
+    resolve_config,
+    server_logprobs,
+)
+from agentic_verl.agent_loops.prompts import bfcl_system_prompt
+from agentic_verl.agent_loops.trace import TrajectoryTrace
+from agentic_verl.rewards.bfcl.decode import DecodeError, decode, strip_reasoning
+
+NAME = "function_call"
+LANGUAGES = ("python", "java", "javascript")
+
+
+@dataclass
+class FunctionCallConfig:
+    max_tokens: int = 1024  # also bounded by rollout.response_length
+    language: str = "python"  # default when extra_info has no `language`
+
+    def __post_init__(self):
+        if self.language not in LANGUAGES:
+            raise ValueError(f"unknown function_call language {self.language!r}; known: {', '.join(LANGUAGES)}")
+        if self.max_tokens < 1:
+            raise ValueError(f"function_call max_tokens must be >= 1, got {self.max_tokens}")
+
+
+def build_messages(raw_prompt: list[dict], functions: Any) -> list[dict]:
+    """The BFCL system prompt from `functions` + the row's non-system turns; `raw_prompt` when no functions.
+
+    >>> [m["role"] for m in build_messages([{"role": "system", "content": "old"}, {"role": "user", "content": "hi"}],
+    ...                                    '[{"name": "f"}]')]
+    ['system', 'user']
+    """
+    if functions is None:
+        return list(raw_prompt)
+    if isinstance(functions, str):
+        functions = json.loads(functions)
+    if hasattr(functions, "tolist"):  # a numpy array from parquet
+        functions = functions.tolist()
+    turns = [m for m in raw_prompt if m.get("role") != "system"]
+    return [{"role": "system", "content": bfcl_system_prompt(list(functions))}, *turns]
+
+
+def classify(text: str, hit_limit: bool, language: str = "python") -> tuple[list[dict] | None, str | None]:
+    """(decoded calls or None, failure category or None) for one generated text.
+
+    >>> classify("<think>easy</think>\\n\\n[add(a=1, b=2)]", False)
+    ([{'add': {'a': 1, 'b': 2}}], None)
+    >>> classify("<think>hmm</think>\\n\\nI cannot help with that.", False)
+    (None, 'no_call')
+    >>> classify("<think>x</think>[add(a=1,", False)
+    (None, 'parse_error')
+    """
+    if hit_limit:
+        return None, "truncated_by_length"
+    if "<think>" in text and "</think>" not in text:
+        return None, "parse_error"
+    call_text = strip_reasoning(text).strip()
+    if not call_text:
+        return None, "no_call"
+    try:
+        calls = decode(call_text, language)
+    except DecodeError:  # an attempt at a call (parenthesis, list or JSON object) vs plain prose
+        attempted = "(" in call_text or call_text.lstrip("` \n").startswith(("[", "{"))
+        return None, "parse_error" if attempted else "no_call"
+    except Exception:  # a decoder bug must not end the rollout
+        return None, "parse_error"
+    return (calls, None) if calls else (None, "no_call")
+
+
+@register(NAME)
+class FunctionCallAgentLoop(AgentLoopBase):
+    def __init__(self, *args, **kwargs):
+        self._loop_kwargs = pop_config_kwargs(FunctionCallConfig, kwargs)
+        self.agent_name = str(kwargs.pop("name", NAME))
+        kwargs.pop("tools", None)  # the functions are in the prompt, nothing is executed
+        super().__init__(*args, **kwargs)
+        self.response_length = int(self.rollout_config.response_length)
+        self._eos_ids = eos_token_ids(self.tokenizer)
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs) -> AgentLoopOutput:
+        extra_info = kwargs.get("extra_info") or {}
+        cfg = resolve_config(FunctionCallConfig, NAME, self.rollout_config, self._loop_kwargs, extra_info)
+        language = str(extra_info.get("language") or cfg.language)
+        request_id = uuid4().hex
+        trace = TrajectoryTrace(request_id, agent_name=self.agent_name)
+        messages = build_messages(list(kwargs["raw_prompt"]), extra_info.get("functions"))
+        prompt_ids = await self.ct_build_initial_tokens(messages)
+        traj = Trajectory(prompt_ids, self.response_length)
+
+        max_tokens = min(cfg.max_tokens, self.response_length)
+        started = time.perf_counter()
+        output = await self.server_manager.generate(
+            request_id=request_id, prompt_ids=prompt_ids, sampling_params={**sampling_params, "max_tokens": max_tokens}
+        )
+        latency = time.perf_counter() - started
+        server_fields: dict[str, Any] = {}
+        merge_server_extra_fields(server_fields, output)
+        generated = list(output.token_ids)
+        traj.add_policy(generated, server_logprobs(output))
+        trace.add_turn(len(generated), 0, latency, stop_reason=output.stop_reason)
+
+        text = self.tokenizer.decode(generated, skip_special_tokens=True)
+        hit_limit = output.stop_reason == "length" or (
+            len(generated) >= max_tokens and (not generated or generated[-1] not in self._eos_ids))
+        calls, failure = classify(text, hit_limit, language)
+        if failure:
+            trace.record_failure(failure)
+        result = AgentLoopOutput(
+            **traj.output_fields(),
+            num_turns=2,
+            metrics={"generate_sequences": latency},
+            extra_fields={
+                **server_fields,
+                "turn_scores": [],
+                "tool_rewards": [],
+                NAME: {"calls": calls, "failure": failure, "has_think": "</think>" in text, "language": language},
+            },
+        )
+        return trace.finalize(result, tokenizer=self.tokenizer, messages=None,
+                              global_step=server_fields.get("global_steps"))
