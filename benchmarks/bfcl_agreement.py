@@ -41,7 +41,7 @@ def compare(cases: list[dict]) -> tuple[dict, list[dict]]:
     official = official_verdicts([official_input(case) for case in cases])
     rows: dict[str, Counter] = defaultdict(Counter)
     disagreements = []
-    for case, theirs in zip(cases, official):
+    for case, theirs in zip(cases, official, strict=True):
         args = (case["output"], case["functions"], case["possible_answer"], case["category"])
         ours = ast_match(*args)
         row = rows[case["category"]]

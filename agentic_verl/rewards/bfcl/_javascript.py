@@ -35,7 +35,7 @@ def parse_javascript_call(source: str, bfcl_quirks: bool = False) -> list[dict] 
             c.take()
         elif c.tok.kind != "eof" and not c.tok.newline_before and not c.at("}"):
             raise SyntaxFailure(f"unexpected {c.tok.text!r} at {c.tok.start}")
-    for kind, start, end, info in statements:
+    for kind, _start, _end, info in statements:
         if kind == "call":
             callee, args = info
             return [{source[callee[1] : callee[2]]: _arguments(args, source)}]

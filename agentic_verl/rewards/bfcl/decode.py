@@ -93,7 +93,7 @@ def decode_python(text: str, bfcl_quirks: bool = False) -> list[dict]:
     """Parse an already bracketed `[f(a=1), ...]` string with `ast` (never executed)."""
     cleaned = text.strip().strip("'")
     try:
-        tree = ast.parse(cleaned, mode="eval")
+        tree = compile(cleaned, "<model output>", "eval", ast.PyCF_ONLY_AST)  # ast.parse without the wrapper
     except (SyntaxError, ValueError, MemoryError, RecursionError, OverflowError) as exc:
         raise DecodeError(f"not Python syntax: {type(exc).__name__}") from None
     body = tree.body
@@ -117,16 +117,24 @@ class _Values:
     """AST nodes -> Python values, the way BFCL's decoder resolves them (without executing anything)."""
 
     def call(self, node: ast.Call) -> dict:
-        parts = []
         func = node.func
-        while isinstance(func, ast.Attribute):
-            parts.append(func.attr)
-            func = func.value
-        if isinstance(func, ast.Name):
-            parts.append(func.id)
-        name = ".".join(reversed(parts))
+        if type(func) is ast.Name:
+            name = func.id
+        else:
+            parts = []
+            while isinstance(func, ast.Attribute):
+                parts.append(func.attr)
+                func = func.value
+            if isinstance(func, ast.Name):
+                parts.append(func.id)
+            name = ".".join(reversed(parts))
         # Positional arguments are ignored and `**kw` lands under the key None, as in BFCL.
-        return {name: {kw.arg: self.value(kw.value) for kw in node.keywords}}
+        value = self.value
+        args = {}
+        for kw in node.keywords:
+            v = kw.value
+            args[kw.arg] = v.value if type(v) is ast.Constant and v.value is not Ellipsis else value(v)
+        return {name: args}
 
     def value(self, node: ast.AST):
         kind = type(node)
@@ -138,7 +146,7 @@ class _Values:
             return node.id
         if kind is ast.Dict:
             result = {}
-            for key, value in zip(node.keys, node.values):
+            for key, value in zip(node.keys, node.values, strict=True):
                 if key is None:
                     raise DecodeError("dict unpacking (**) is not a value")
                 key = self.value(key)

@@ -13,9 +13,9 @@ True
 
 from __future__ import annotations
 
+from agentic_verl.rewards.bfcl._tokens import SyntaxFailure
 from agentic_verl.rewards.bfcl.check import CheckFailure, check_calls, verdict
 from agentic_verl.rewards.bfcl.decode import DecodeError, decode
-from agentic_verl.rewards.bfcl._tokens import SyntaxFailure
 
 AST_CATEGORIES = ("simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple",
                   "live_simple", "live_multiple", "live_parallel", "live_parallel_multiple")  # fmt: skip
@@ -53,7 +53,7 @@ def ast_match(output: str, functions: list[dict], possible_answer: list[dict] | 
         calls = decode(output, language, bfcl_quirks)
     except (DecodeError, SyntaxFailure, RecursionError, MemoryError) as exc:
         return verdict("ast_decoder:decoder_failed", f"Invalid syntax. Failed to decode AST. {exc}")
-    if not _is_call_list(calls):
+    if language != "python" and not _is_call_list(calls):  # the Python decoder only builds call lists
         return verdict("ast_decoder:decoder_wrong_output_format", "Did not output in the specified format.")
     try:
         return check_calls(calls, functions, possible_answer, category, language, greedy=bfcl_quirks)
@@ -68,7 +68,7 @@ def ast_match(output: str, functions: list[dict], possible_answer: list[dict] | 
 def _relevance(output: str, category: str, bfcl_quirks: bool = False) -> dict:
     try:
         calls = decode(output, "python", bfcl_quirks)
-        has_call = _is_call_list(calls) and len(calls) > 0 and not (len(calls) == 1 and len(calls[0]) == 0)
+        has_call = len(calls) > 0  # a Python decode is a list of {name: {...}}, never [{}]
     except (DecodeError, SyntaxFailure, RecursionError, MemoryError):
         has_call = False
     if "irrelevance" in category:

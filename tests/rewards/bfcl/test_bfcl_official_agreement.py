@@ -40,7 +40,7 @@ def test_verdicts_match_the_official_checker_on_a_sample():
     official = _bfcl_official.official_verdicts([official_input(case) for case in sample])
     outcome = Counter()
     mismatches = []
-    for case, theirs in zip(sample, official):
+    for case, theirs in zip(sample, official, strict=True):
         args = (case["output"], case["functions"], case["possible_answer"], case["category"])
         if ast_match(*args)["valid"] == theirs["valid"]:
             outcome["agree", theirs["valid"]] += 1
