@@ -74,6 +74,9 @@ class RetrievalClient:
             )
             session = (http, asyncio.Semaphore(self.max_concurrency))
             self._per_loop[loop] = session
+            # verl runs agent loops in event loops that end without telling us; close the session
+            # with its loop so aiohttp does not warn about it (the finaliser holds it until then).
+            weakref.finalize(loop, _close_detached, http)
         return session
 
     async def retrieve(self, queries: list[str], topk: int = 3) -> list[list[Passage]]:
@@ -119,6 +122,14 @@ class RetrievalClient:
         session = self._per_loop.pop(loop, None)
         if session is not None:
             await session[0].close()
+
+
+def _close_detached(http: aiohttp.ClientSession) -> None:
+    """Close a session whose event loop is gone (no awaiting possible): drop its sockets synchronously."""
+    connector = http.connector
+    if connector is not None and not http.closed:
+        http.detach()
+        connector._close()  # the synchronous part of BaseConnector.close(); nothing to await without a loop
 
 
 def _error_detail(raw: bytes) -> str:
