@@ -200,7 +200,27 @@ def mutations(question: dict, rng: random.Random, per_question: int = 12) -> lis
         name, change = rng.choice(variants)
         return name, change(text)
 
-    generators = [wrong_value, wrong_value, drop_param, syntax_variant, syntax_variant, extra_param, wrong_name, string_variant, garbage, garbage]
+    def value_syntax():
+        # Python value syntax the decoder must resolve exactly as BFCL does (never anything BFCL would hang on)
+        if language != "python":
+            return None
+        calls = copy.deepcopy(gold)
+        args = next(iter(calls[0].values()))
+        if not args:
+            return None
+        param = rng.choice(list(args))
+        original = args[param]
+        args[param] = "__VALUE__"
+        replacement = rng.choice([
+            "None", "(1, 2)", "g(x=1)", "x", "x[0]", "len(x)", "1 + 1", "'a' + 'b'", "2 ** 8", "7 // 2", "-3.5",
+            "f'{x}'", "{1, 2}", "{1: 'a'}", "b'x'", "1j", "lambda: 1", "...", "[1, 'a', None]", "x.y", "-(1)",
+            "not x", "1 if x else 2", "[*a]", "{**d}", "True + 1", "'%s' % 5", "'ab' * 2", "1e309", "0x1F",
+            "1_000", "-0.0", repr(str(original) + "\n"), '"""multi\nline"""', "u'x'", r"r'\d'", repr(original),
+            repr(original) + " + ''", "(" + repr(original) + ")", "[" + repr(original) + "]",
+        ])  # fmt: skip
+        return "value_syntax", render(calls).replace(repr("__VALUE__"), replacement)
+
+    generators = [wrong_value, wrong_value, drop_param, syntax_variant, syntax_variant, value_syntax, extra_param, wrong_name, string_variant, garbage, garbage]
     if "parallel" in category:
         generators += [reorder, reorder, drop_call]
     while len(cases) < per_question + 5 and generators:

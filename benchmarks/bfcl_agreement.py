@@ -37,10 +37,14 @@ def official_input(case: dict) -> dict:
     return {**case, "output": case["output"].split("</think>")[-1]}
 
 
+error_type_mismatches: Counter = Counter()  # (ours, official) error types of agreeing invalid verdicts
+
+
 def compare(cases: list[dict]) -> tuple[dict, list[dict]]:
     official = official_verdicts([official_input(case) for case in cases])
     rows: dict[str, Counter] = defaultdict(Counter)
     disagreements = []
+    error_type_mismatches.clear()
     for case, theirs in zip(cases, official, strict=True):
         args = (case["output"], case["functions"], case["possible_answer"], case["category"])
         ours = ast_match(*args)
@@ -50,8 +54,10 @@ def compare(cases: list[dict]) -> tuple[dict, list[dict]]:
         row["official_crashed"] += theirs["crashed"] is not None
         if ours["valid"] == theirs["valid"]:
             row["agree"] += 1
-            row["error_type_agree"] += theirs["valid"] or theirs["crashed"] is not None or (
-                ours["error_type"] == theirs["error_type"])
+            same_type = theirs["valid"] or theirs["crashed"] is not None or ours["error_type"] == theirs["error_type"]
+            row["error_type_agree"] += same_type
+            if not same_type:
+                error_type_mismatches[ours["error_type"], theirs["error_type"]] += 1
             continue
         quirky = ast_match(*args, bfcl_quirks=True)
         if quirky["valid"] == theirs["valid"]:
@@ -95,6 +101,9 @@ def main(argv=None) -> int:
     kinds = Counter((d["kind"], d["documented"]) for d in disagreements)
     if kinds:
         print("\ndisagreements by mutation (kind, documented): " + ", ".join(f"{k}: {v}" for k, v in kinds.items()))
+    if error_type_mismatches:
+        print("\nsame verdict, different error type (ours, official): "
+              + ", ".join(f"{k}: {v}" for k, v in error_type_mismatches.most_common(8)))
     for documented in (False, True):
         shown = [d for d in disagreements if d["documented"] is documented][: args.show]
         for d in shown:

@@ -53,12 +53,36 @@ def _loads(text: str):
     return json.loads(text)
 
 
+_PLAIN: dict[int, tuple] = {}  # id(object) -> (object, plain copy); holds the object so its id stays unique
+
+
 def _json(value):
-    """Accept a JSON string (parquet columns often hold one) or the object itself; cached per string."""
+    """Ground truth / functions as plain lists and dicts: a JSON string (parquet columns often hold one) is
+    parsed, numpy arrays from parquet (also nested inside dicts) become lists. Both are cached, per string and
+    per object, so the checker's per-question caches see the same objects for every sample of a question."""
     if isinstance(value, str):
         return _loads(value)
-    if hasattr(value, "tolist"):  # numpy arrays from parquet
-        return value.tolist()
+    if not isinstance(value, (list, dict, tuple)) and not hasattr(value, "tolist"):
+        return value
+    hit = _PLAIN.get(id(value))
+    if hit is not None and hit[0] is value:
+        return hit[1]
+    plain = _plain(value)
+    if len(_PLAIN) >= 4096:
+        _PLAIN.clear()
+    _PLAIN[id(value)] = (value, plain)
+    return plain
+
+
+def _plain(value, depth: int = 0):
+    if depth > 50:
+        raise ValueError("ground truth nested too deeply")
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        value = value.tolist()  # numpy array or scalar
+    if isinstance(value, (list, tuple)):
+        return [_plain(item, depth + 1) for item in value]
+    if isinstance(value, dict):
+        return {key: _plain(item, depth + 1) for key, item in value.items()}
     return value
 
 
@@ -75,7 +99,7 @@ def bfcl_ast(solution_str, ground_truth, extra_info=None, **kwargs) -> dict:
         if isinstance(possible_answer, dict) and "ground_truth" in possible_answer:
             possible_answer = possible_answer["ground_truth"]
         result = ast_match(solution_str, functions, possible_answer, category, language)
-    except (ValueError, TypeError, AttributeError) as exc:  # unreadable JSON or a nonsense extra_info
+    except (ValueError, TypeError, AttributeError, RecursionError) as exc:  # unreadable JSON, nonsense extra_info
         result = {"valid": False, "error_type": "bfcl:bad_ground_truth", "errors": [f"{type(exc).__name__}: {exc}"]}
     except Exception as exc:  # never raise from a reward; the type says where it came from
         result = {"valid": False, "error_type": "bfcl:internal_error", "errors": [f"{type(exc).__name__}: {exc}"]}

@@ -78,3 +78,13 @@ def test_verl_entry_delegates():
     result = module.compute_score("bfcl", "[add(a=1, b=2)]", json.dumps(ANSWER), EXTRA)
     assert result["score"] == 1.0 and result["bfcl_valid"] is True
     assert module.compute_score("bfcl", "[add(a=2, b=2)]", ANSWER, EXTRA)["score"] == 0.0
+
+
+def test_parquet_shaped_rows_with_nested_numpy_arrays():
+    # pandas/pyarrow hand back nested lists as numpy arrays, inside dicts too
+    functions = [{"name": "add", "parameters": {"type": "dict", "required": np.array(["a", "b"], dtype=object),
+                  "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}}]  # fmt: skip
+    answer = np.array([{"add": {"a": np.array([1]), "b": np.array([2])}}], dtype=object)
+    extra = {"functions": np.array(functions, dtype=object), "category": "simple_python"}
+    assert bfcl_ast("[add(a=1, b=2)]", answer, extra)["score"] == 1.0
+    assert bfcl_ast("[add(a=1, b=3)]", answer, extra)["error_type"] == "bfcl:value_error"
