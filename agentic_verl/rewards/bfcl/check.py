@@ -276,8 +276,8 @@ def _check_param(spec: _ParamSpec, value) -> dict | None:
             raise CheckFailure("bfcl:unsupported_type", f"cannot convert {param!r}: {exc}") from None
     elif type_name == "tuple" and type(value) is tuple:
         value = list(value)
-    elif type_name == "float" and type(value) is int:
-        value = float(value)
+    elif type_name == "float" and type(value) is int and -(2**1023) < value < 2**1023:
+        value = float(value)  # (BFCL raises OverflowError past float range; such an int stays an int and fails)
 
     if type(value) is expected and item_expected is None:  # the common case, decided without _type_check
         is_variable = spec.is_variable

@@ -59,8 +59,8 @@ def ast_match(output: str, functions: list[dict], possible_answer: list[dict] | 
         return check_calls(calls, functions, possible_answer, category, language, greedy=bfcl_quirks)
     except CheckFailure as failure:
         return verdict(failure.error_type, str(failure))
-    except RecursionError:
-        return verdict("bfcl:checker_error", "value nested too deeply")
+    except (RecursionError, ArithmeticError, MemoryError) as exc:
+        return verdict("bfcl:checker_error", f"{type(exc).__name__}: {exc}")
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # malformed schema or answer
         return verdict("bfcl:bad_ground_truth", f"{type(exc).__name__}: {exc}")
 

@@ -71,6 +71,8 @@ SIMPLE = [
     ("[get_weather(city='SF', spans=[{'h': 1}, {'h': 1}])]", False, "value_error:list_dict_count"),
     # a tuple is accepted for a tuple parameter
     ("[get_weather(city='SF', pair=(1, 2))]", True, None),
+    # an int too large for a float (BFCL raises OverflowError here) stays an int and fails the type check
+    ("[get_weather(city='SF', temp=" + "9" * 400 + ")]", False, "type_error:simple"),
     # a boolean compared by value
     ("[get_weather(city='SF', metric=False)]", False, "value_error:others"),
     # not a call list at all

@@ -16,7 +16,8 @@ from agentic_verl.rewards.bfcl import AST_CATEGORIES, RELEVANCE_CATEGORIES, ast_
 FRAGMENTS = ["[", "]", "(", ")", "{", "}", "=", ",", ";", "'", '"', "`", "f", "g.h", "a", "b", "1", "-", "+", "~",
              "not ", "**", "*", "%", "1e999999", "10**10**10", "new ", "int[]", "ArrayList<>", "Arrays.asList(",
              "lambda x: x", "...", "True", "true", "None", "<think>", "</think>", "```", "```python\n", "\n", " ",
-             "/*", "//", "=>", "->", "'x'", '"y"', "5L", "2.5f", "7n", "\\", "\u00e9", "\U0001f600"]  # fmt: skip
+             "/*", "//", "=>", "->", "'x'", '"y"', "5L", "2.5f", "7n", "\\", "\u00e9", "\U0001f600", "9" * 400,
+             "2**4000", "'ab' * 99", "(1, 2)"]  # fmt: skip
 CATEGORIES = list(AST_CATEGORIES + RELEVANCE_CATEGORIES)
 
 SCHEMA = [{"name": "f", "parameters": {"type": "dict", "required": ["a"], "properties": {
@@ -80,6 +81,27 @@ def test_well_shaped_but_odd_answers(answer, schema_type):
     for category in ("simple_python", "simple_java", "simple_javascript", "parallel"):
         for output in ("[f(a=1)]", "[f(a=[{'k': 1}])]", '[f(a="x")]', "[f(a={'k': [1]})]", "[f(a=new int[]{1})]"):
             _well_formed(ast_match(output, functions, possible, category))
+
+
+python_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=10) | st.binary(max_size=4),
+    lambda children: st.lists(children, max_size=3) | st.tuples(children, children)
+    | st.dictionaries(st.text(max_size=4) | st.integers(), children, max_size=3),
+    max_leaves=12,
+)
+calls = st.lists(
+    st.tuples(st.sampled_from(["f", "g.h", "other"]),
+              st.dictionaries(st.sampled_from(["a", "b", "c", "d", "zz"]), python_values, max_size=4)),
+    max_size=3,
+).map(lambda items: "[" + ", ".join(f"{name}({', '.join(f'{k}={v!r}' for k, v in args.items())})"
+                                    for name, args in items) + "]")  # fmt: skip
+
+
+@SETTINGS
+@given(output=calls, category=st.sampled_from(CATEGORIES))
+def test_call_shaped_outputs_with_any_python_values(output, category):
+    # well-formed call lists whose values are any Python literal: decoded and checked, never raising
+    _well_formed(ast_match(output, SCHEMA, ANSWER, category))
 
 
 def test_huge_output_is_bounded():
