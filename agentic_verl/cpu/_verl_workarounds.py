@@ -1,7 +1,7 @@
-"""The two places in verl 0.9.1 that no public registry or hook reaches, adapted here and nowhere else.
+"""The places in verl 0.9.1 that no public registry or hook reaches, adapted here and nowhere else.
 
-(1) is applied only in processes that run with VERL_PLATFORM=cpu (`platform.py`); (2) wherever the `hf`
-rollout backend is registered (`replica.py`, any device). Both are idempotent and leave verl's files
+(1) and (3) are applied only in processes that run with VERL_PLATFORM=cpu (`platform.py`); (2) wherever the
+`hf` rollout backend is registered (`replica.py`, any device). Both are idempotent and leave verl's files
 untouched. Remove each one when verl grows the hook named in its comment.
 
 1. The process-group backend string. `verl.utils.distributed.initialize_global_process_group[_ray]`
@@ -19,6 +19,14 @@ untouched. Remove each one when verl grows the hook named in its comment.
    the public `RolloutReplicaRegistry`). `ActorRolloutRefWorker` is hard-wired in the trainer, so the
    call cannot be avoided either. We add one entry, ("hf", "async") -> our adapter's dotted path, and
    refuse to overwrite an entry someone else put there.
+
+3. The critic's value-head model. `verl.utils.model.load_valuehead_model` (used by the FSDP engine for
+   `model_type="value_model"`, i.e. PPO's GAE critic) passes `attn_implementation="flash_attention_2"`
+   literally, ignoring `critic.model.override_config.attn_implementation`; flash-attn does not exist on CPU,
+   so the critic cannot be built. On the CPU platform, and only while flash-attn is not installed, we load
+   the same `AutoModelForTokenClassification` (num_labels=1, as verl configures it) with the configured
+   attention implementation (default "sdpa"). The FSDP engine imports the function at call time, so the
+   module attribute is what it gets. (Found after the prototype, which ran GRPO only.)
 """
 
 from __future__ import annotations
@@ -80,3 +88,30 @@ def register_rollout_adapter() -> None:
         raise RuntimeError(f"verl's rollout registry already maps {key} to {current}")
     rollout_base._ROLLOUT_REGISTRY[key] = HF_ADAPTER_PATH
 
+
+
+def use_configured_attention_for_value_models_on_cpu() -> None:
+    """Workaround 3 (see the module docstring)."""
+    import verl.utils.model as verl_model
+
+    original = verl_model.load_valuehead_model
+    if getattr(original, "__agentic_verl_wrapped__", False):
+        return
+
+    @functools.wraps(original)
+    def load_valuehead_model(local_path, torch_dtype, model_config, trust_remote_code):
+        from transformers import AutoModelForTokenClassification
+        from transformers.utils import is_flash_attn_2_available
+
+        if not _cpu_device() or is_flash_attn_2_available():
+            return original(local_path, torch_dtype, model_config, trust_remote_code)
+        attention = getattr(model_config, "_attn_implementation", None) or "sdpa"
+        if attention == "flash_attention_2":
+            attention = "sdpa"
+        return AutoModelForTokenClassification.from_pretrained(
+            pretrained_model_name_or_path=local_path, torch_dtype=torch_dtype, config=model_config,
+            attn_implementation=attention, trust_remote_code=trust_remote_code,
+        )
+
+    load_valuehead_model.__agentic_verl_wrapped__ = True
+    verl_model.load_valuehead_model = load_valuehead_model

@@ -5,8 +5,9 @@ the rollout, hands us `engine.get_per_tensor_param()` -- a lazy generator of ful
 that, under FSDP2, is a collective every rank must drain -- and then resumes the KV cache. The leader
 rank (rollout rank 0 of its replica) sends the tensors in buckets over Ray, the others only drain.
 
-AGENTIC_VERL_SKIP_WEIGHT_SYNC=1 drains the generator without sending anything: a negative control for
-tests (the server keeps its initial weights, and verl's `training/rollout_probs_diff_max` grows).
+AGENTIC_VERL_SKIP_WEIGHT_SYNC=1 is a negative control for tests: after the initial load (global step 0) every
+sync drains the generator without sending anything, so the server keeps generating with the initial weights
+while the actor trains, and verl's `training/rollout_probs_diff_max` grows.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ class HFServerAdapter(BaseRollout):
             raise NotImplementedError(f"the hf rollout backend takes full named tensors, not {wire_format!r}")
         if kwargs.get("peft_config") is not None:
             raise NotImplementedError("LoRA adapters are not synced by the hf rollout backend; use lora.merge=True")
-        skip = os.environ.get(SKIP_SYNC_ENV, "").lower() in ("1", "true", "yes")
+        skip = os.environ.get(SKIP_SYNC_ENV, "").lower() in ("1", "true", "yes") and bool(global_steps)
         if not self.is_leader_rank or skip:
             for _name, _tensor in weights:  # every rank drains: each step of the generator may be a collective
                 pass

@@ -2,8 +2,9 @@
 
 `is_platform_available()` is False, so verl's auto-detection never picks it: it is used only when asked
 for. When VERL_PLATFORM=cpu is set in a process (Ray passes the driver's environment to its workers),
-importing this module also registers verl's FSDP engines for device "cpu" and applies the gloo
-workaround in `_verl_workarounds` -- nothing is touched in processes that do not ask for the CPU.
+importing this module also registers verl's FSDP engines for device "cpu" and applies the CPU-only
+workarounds in `_verl_workarounds` (gloo backend string, critic attention) -- nothing is touched in
+processes that do not ask for the CPU.
 """
 
 from __future__ import annotations
@@ -177,4 +178,5 @@ if cpu_platform_requested():
     from agentic_verl.cpu import _verl_workarounds
 
     _verl_workarounds.use_plain_gloo_on_cpu()
+    _verl_workarounds.use_configured_attention_for_value_models_on_cpu()
     register_cpu_engines()

@@ -27,7 +27,7 @@ if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
     if [[ -z "${MODEL_PATH:-}" ]]; then
         MODEL_PATH=$("${AGENTIC_VERL:-agentic-verl}" cpu-model smollm2)
     fi
-    : "${CRITIC_MODEL_PATH:=$MODEL_PATH}"
+    : "${CRITIC_MODEL_PATH:=$MODEL_PATH}" "${N_GPUS:=$CPU_TRAINER_RANKS}"
     : "${TRAIN_BATCH_SIZE:=4}" "${PPO_MINI_BATCH_SIZE:=4}" "${MICRO_BATCH_SIZE:=4}" "${ROLLOUT_N:=2}"
     : "${MAX_PROMPT_LENGTH:=512}" "${MAX_RESPONSE_LENGTH:=128}" "${TOTAL_TRAINING_STEPS:=2}"
     : "${SFT_BATCH_SIZE:=4}" "${SFT_MAX_LENGTH:=512}"
@@ -65,6 +65,7 @@ if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
     )
     SFT_DEVICE_OVERRIDES=(
         trainer.device=cpu
+        trainer.n_gpus_per_node="$CPU_TRAINER_RANKS"
         engine.strategy=fsdp2
         +model.override_config.attn_implementation=sdpa
         data.num_workers=0

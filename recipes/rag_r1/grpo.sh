@@ -61,6 +61,7 @@ python3 -m verl.trainer.main_ppo \
     +actor_rollout_ref.rollout.custom.rag_r1.mode="$RAG_MODE" \
     +actor_rollout_ref.rollout.custom.rag_r1.max_turns="$MAX_TURNS" \
     actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu="$MICRO_BATCH_SIZE" \
+    reward.reward_manager.name=agentic_trace \
     reward.custom_reward_function.path=reward_fns/qa_em.py \
     reward.custom_reward_function.name=compute_score \
     trainer.n_gpus_per_node="$N_GPUS" \

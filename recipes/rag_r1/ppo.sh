@@ -71,6 +71,7 @@ python3 -m verl.trainer.main_ppo \
     critic.optim.lr="$CRITIC_LR" \
     critic.optim.lr_warmup_steps_ratio=0.015 \
     critic.ppo_micro_batch_size_per_gpu="$MICRO_BATCH_SIZE" \
+    reward.reward_manager.name=agentic_trace \
     reward.custom_reward_function.path=reward_fns/qa_em.py \
     reward.custom_reward_function.name=compute_score \
     trainer.n_gpus_per_node="$N_GPUS" \

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# RAG-R1 stage 1: SFT cold start on correct search trajectories, with verl's own SFT trainer (torchrun).
+# Retrieved documents sit inside the assistant turn and are masked out of the loss, so the default dataset is
+# the pretokenized one written by `agentic-verl data sft-trajectories` (agentic_verl/data/sft_dataset.py).
+# For chat-messages data (a `messages` column) use verl's own dataset: SFT_DATASET_PATH=null SFT_DATASET_NAME=null.
+#
+# Hardware: 8x A100/H100 80GB for Qwen2.5-7B-Instruct (the paper: ~19k step-level samples).
+#           CPU: AGENTIC_VERL_DEVICE=cpu bash recipes/rag_r1/sft.sh  (SmolLM2-135M, batch 4, a smoke run)
+# Data:     agentic-verl data sft-trajectories --retrieval-url URL --tokenizer MODEL --out data/rag_r1_sft/train.parquet
+# Runtime:  ~1-2 h on 8 GPUs for 2 epochs; CPU smoke run with the tiny test model: ~1 min for 2 steps.
+# Target:   the SFT-only row of RAG-R1's ablation; the PPO stage (ppo.sh) starts from this checkpoint.
+# Extra verl overrides go last: bash recipes/rag_r1/sft.sh trainer.total_epochs=1
+set -euo pipefail
+RECIPES=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$RECIPES/_common/device.sh"
+
+MODEL_PATH=${MODEL_PATH:-Qwen/Qwen2.5-7B-Instruct}
+DATA_DIR=${DATA_DIR:-data/rag_r1_sft}
+TRAIN_FILE=${TRAIN_FILE:-$DATA_DIR/train.parquet}
+VAL_FILE=${VAL_FILE:-null}
+SFT_DATASET_PATH=${SFT_DATASET_PATH:-pkg://agentic_verl.data.sft_dataset}
+SFT_DATASET_NAME=${SFT_DATASET_NAME:-PretokenizedSFTDataset}
+N_GPUS=${N_GPUS:-8}
+SFT_BATCH_SIZE=${SFT_BATCH_SIZE:-64}
+MICRO_BATCH_SIZE=${MICRO_BATCH_SIZE:-4}          # per GPU
+SFT_MAX_LENGTH=${SFT_MAX_LENGTH:-8192}
+LR=${LR:-1e-5}
+TOTAL_EPOCHS=${TOTAL_EPOCHS:-2}
+TOTAL_TRAINING_STEPS=${TOTAL_TRAINING_STEPS:-null}
+LOGGER=${LOGGER:-['console','wandb']}
+PROJECT=${PROJECT:-agentic_verl}
+EXPERIMENT=${EXPERIMENT:-rag_r1_sft}
+
+torchrun --standalone --nnodes=1 --nproc_per_node="$N_GPUS" -m verl.trainer.sft_trainer \
+    data.train_files="$TRAIN_FILE" \
+    data.val_files="$VAL_FILE" \
+    data.custom_cls.path="$SFT_DATASET_PATH" \
+    data.custom_cls.name="$SFT_DATASET_NAME" \
+    data.train_batch_size="$SFT_BATCH_SIZE" \
+    data.micro_batch_size_per_gpu="$MICRO_BATCH_SIZE" \
+    data.max_length="$SFT_MAX_LENGTH" \
+    model.path="$MODEL_PATH" \
+    optim.lr="$LR" \
+    trainer.total_epochs="$TOTAL_EPOCHS" \
+    trainer.total_training_steps="$TOTAL_TRAINING_STEPS" \
+    trainer.n_gpus_per_node="$N_GPUS" \
+    trainer.logger="$LOGGER" \
+    trainer.project_name="$PROJECT" \
+    trainer.experiment_name="$EXPERIMENT" \
+    "${SFT_DEVICE_OVERRIDES[@]}" \
+    "$@"

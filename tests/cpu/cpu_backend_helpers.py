@@ -1,0 +1,82 @@
+"""Run a recipe end to end on CPU (the real `python -m verl.trainer.main_ppo` with Ray) and read back what it
+logged: verl's file-logger metrics per step and the hf rollout server's weight-sync records."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+
+# The tiny random model learns visibly at this rate; both the synced run and the negative control use it.
+ACTOR_LR = "5e-3"
+
+
+@dataclass
+class RecipeRun:
+    returncode: int
+    seconds: float
+    log: str
+    metrics: list[dict]  # one dict per training step (verl's FileLogger lines, step order)
+    syncs: list[dict]  # one record per weight sync (initial load = global_steps 0)
+
+    def tail(self, n: int = 6000) -> str:
+        return self.log[-n:]
+
+
+def write_rag_r1_data(out_dir: Path, n: int = 4) -> tuple[Path, Path]:
+    """rag_r1 parquet for questions the tests' tiny corpus answers (tests/retrieval/conftest.py)."""
+    from agentic_verl.data.rag_r1_parquet import to_rows, write_parquet
+
+    records = [
+        {"id": "q1", "question": "Who wrote Hamlet?", "golden_answers": ["William Shakespeare"]},
+        {"id": "q2", "question": "What is the capital of Japan?", "golden_answers": ["Tokyo"]},
+        {"id": "q3", "question": "Who developed the theory of relativity?", "golden_answers": ["Albert Einstein"]},
+        {"id": "q4", "question": "In which city was Mozart born?", "golden_answers": ["Salzburg"]},
+    ][:n]
+    train = write_parquet(to_rows(records, "train", "toy_qa", mode="sq"), out_dir / "train.parquet")
+    test = write_parquet(to_rows(records[:2], "test", "toy_qa", mode="sq"), out_dir / "test.parquet")
+    return train, test
+
+
+def run_recipe(recipe: str, work: Path, env: dict[str, str], overrides: list[str], timeout_s: int = 900) -> RecipeRun:
+    """`AGENTIC_VERL_DEVICE=cpu bash recipes/<recipe> <overrides>` with logs, Ray and checkpoints under `work`."""
+    work.mkdir(parents=True, exist_ok=True)
+    ray_dir = tempfile.mkdtemp(prefix="avray", dir="/tmp")  # Ray's socket paths must fit in 107 bytes
+    metrics_path, sync_path = work / "metrics.jsonl", work / "weight_sync.jsonl"
+    full_env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "AGENTIC_VERL_DEVICE": "cpu",
+        "VERL_FILE_LOGGER_PATH": str(metrics_path),
+        "AGENTIC_VERL_WEIGHT_SYNC_LOG": str(sync_path),
+        "CPU_RAY_TMPDIR": ray_dir,
+        "LOGGER": "['console','file']",
+        **env,
+    }
+    common = [
+        "trainer.val_before_train=False",
+        "trainer.test_freq=-1",
+        "trainer.save_freq=-1",
+        f"trainer.default_local_dir={work / 'checkpoints'}",
+        f"actor_rollout_ref.actor.optim.lr={ACTOR_LR}",
+    ]
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(["bash", str(REPO / "recipes" / recipe), *common, *overrides], cwd=REPO, env=full_env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout_s)
+    finally:
+        shutil.rmtree(ray_dir, ignore_errors=True)
+    seconds = time.monotonic() - start
+    (work / "run.log").write_text(proc.stdout)
+    metrics = [json.loads(line)["data"] for line in metrics_path.read_text().splitlines()] if metrics_path.exists() else []
+    syncs = [json.loads(line) for line in sync_path.read_text().splitlines()] if sync_path.exists() else []
+    return RecipeRun(proc.returncode, seconds, proc.stdout, metrics, syncs)
