@@ -28,6 +28,7 @@ COMPONENTS: tuple[Component, ...] = (
     Component("rollout", "hf", "agentic_verl.cpu.replica"),
     Component("agent_loop", "rag_r1", "agentic_verl.agent_loops.rag_r1"),
     Component("agent_loop", "function_call", "agentic_verl.agent_loops.function_call"),
+    Component("agent_loop", "tool_agent_traced", "agentic_verl.agent_loops.tool_agent_traced"),
 )
 
 # Filled by register_all(): module -> "ExceptionType: message" for components that failed to import.
