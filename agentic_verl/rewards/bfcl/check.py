@@ -35,13 +35,17 @@ class CheckFailure(Exception):
         self.error_type = error_type
 
 
-@lru_cache(maxsize=1 << 16)
 def standardize(text: str) -> str:
-    """BFCL's string normalisation (cached: possible answers repeat across every sample of a question).
+    """BFCL's string normalisation. Short strings are cached: answers and typical values repeat across samples.
 
     >>> standardize("April 1, 2024") == standardize("april 1 2024")
     True
     """
+    return _standardize_short(text) if len(text) <= 256 else _STANDARDIZE.sub("", text).lower().replace("'", '"')
+
+
+@lru_cache(maxsize=1 << 15)
+def _standardize_short(text: str) -> str:
     return _STANDARDIZE.sub("", text).lower().replace("'", '"')
 
 
