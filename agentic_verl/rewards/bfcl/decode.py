@@ -31,10 +31,18 @@ from __future__ import annotations
 import ast
 import operator
 import re
+import warnings
 
 MAX_CHARS = 100_000  # longer outputs are a decode failure, so time stays bounded
 _MAX_INT_BITS = 4096  # folded integers above this are a decode failure (`10**10**10` never runs)
 _MAX_SEQ_LEN = 100_000  # folded strings/lists above this length are a decode failure
+
+
+_SOURCE_NAME = "<model output>"
+# compile() warns about model text (`1f`: invalid decimal literal, `"\d"`: invalid escape); an RL run would print
+# one per sample. Silenced for our source name only.
+for _category in (SyntaxWarning, DeprecationWarning):
+    warnings.filterwarnings("ignore", category=_category, module=re.escape(_SOURCE_NAME))
 
 
 class DecodeError(ValueError):
@@ -93,7 +101,7 @@ def decode_python(text: str, bfcl_quirks: bool = False) -> list[dict]:
     """Parse an already bracketed `[f(a=1), ...]` string with `ast` (never executed)."""
     cleaned = text.strip().strip("'")
     try:
-        tree = compile(cleaned, "<model output>", "eval", ast.PyCF_ONLY_AST)  # ast.parse without the wrapper
+        tree = compile(cleaned, _SOURCE_NAME, "eval", ast.PyCF_ONLY_AST)  # ast.parse without the wrapper
     except (SyntaxError, ValueError, MemoryError, RecursionError, OverflowError) as exc:
         raise DecodeError(f"not Python syntax: {type(exc).__name__}") from None
     body = tree.body
