@@ -94,7 +94,8 @@ def verl_config(model_dir: Path, *overrides: str, prompt_length: int = 1024, res
         ])
 
 
-def build_loop(agent_name: str, config, server, tokenizer, *, tools=(), processor=None, hf_model_type="qwen2"):
+def build_loop(agent_name: str, config, server, tokenizer, *, tools=(), processor=None, hf_model_type="qwen2",
+               dataset_cls=None):
     """Instantiate a registered loop with the arguments `AgentLoopWorker._run_agent_loop` passes."""
     import hydra
     from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap, _agent_loop_registry
@@ -107,7 +108,7 @@ def build_loop(agent_name: str, config, server, tokenizer, *, tools=(), processo
         tokenizer=tokenizer,
         processor=processor,
         hf_model_type=hf_model_type,
-        dataset_cls=RLHFDataset,
+        dataset_cls=dataset_cls or RLHFDataset,
         data_config=DictConfigWrap(config.data),
         tools=ToolListWrap(list(tools)),
     )

@@ -1,0 +1,184 @@
+"""`gui_grounding`: one screenshot, one instruction, one click, as a single-turn verl agent loop (Qwen2.5-VL style).
+
+Data: verl's RLHFDataset turns the `<image>` placeholder of the row's `prompt` into an image content item from the
+row's `images` column (`prompts.gui_grounding_messages` writes such prompts). The loop extracts the images with
+verl's own `process_multi_modal_info` (qwen_vl_utils on a GPU install) and renders the prompt with verl's
+multimodal token builder, so the image pad tokens are the processor's; both need a VL model's processor.
+
+The model answers in the pixel coordinates of the image it saw, i.e. the screenshot after Qwen2.5-VL's
+`smart_resize` (sides multiples of `factor`=28, area within the processor's min/max pixels). The loop parses the
+click with `agentic_verl.rewards.gui.parse_click` (never executed) and maps it back:
+x_original = x * W / w_input, y_original = y * H / h_input. It stores `image_size` = [W, H] and
+`input_size` = [w_input, h_input] as top-level extra fields (verl's reward manager merges extra fields into
+`extra_info`, where the GUI rewards `gui_click_in_box` / `gui_gaussian_point` read exactly these keys), and
+`extra_fields["gui_grounding"]` = {click, click_original, failure}.
+
+Failures (trace.py taxonomy): truncated_by_length (hit the token limit), parse_error (a click-like text that does
+not parse, e.g. `click(x=`), no_call (no click at all).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+from uuid import uuid4
+
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
+
+from agentic_verl.agent_loops._common import (
+    Trajectory,
+    eos_token_ids,
+    merge_server_extra_fields,
+    pop_config_kwargs,
+    resolve_config,
+    server_logprobs,
+)
+from agentic_verl.agent_loops.trace import TrajectoryTrace
+from agentic_verl.rewards.gui import QWEN25VL_MAX_PIXELS, QWEN25VL_MIN_PIXELS, parse_click, smart_resize
+
+NAME = "gui_grounding"
+
+
+@dataclass
+class GuiGroundingConfig:
+    max_tokens: int = 128
+    factor: int = 28  # patch size x merge size of Qwen2.5-VL
+    min_pixels: int | None = None  # None: the processor's image_processor.min_pixels (else Qwen2.5-VL's default)
+    max_pixels: int | None = None
+
+
+def image_size(image: Any) -> tuple[int, int] | None:
+    """(width, height) of a PIL image, a path, or a dict with "image"/"bytes"; None when unknown."""
+    from io import BytesIO
+
+    from PIL import Image
+
+    if isinstance(image, dict):
+        image = image.get("image") or (BytesIO(image["bytes"]) if image.get("bytes") else None)
+    if hasattr(image, "size") and isinstance(image.size, tuple):
+        return tuple(int(v) for v in image.size)
+    if image is None:
+        return None
+    try:
+        with Image.open(image) as opened:  # reads the header only
+            return opened.size
+    except Exception:
+        return None
+
+
+def _first_image(messages: list[dict]) -> Any:
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            for item in content:
+                if isinstance(item, dict) and item.get("type") == "image":
+                    return item.get("image", item)
+    return None
+
+
+def classify_click(text: str, hit_limit: bool):
+    """(ParsedClick or None, failure or None).
+
+    >>> classify_click("pyautogui.click(x=10, y=20)", False)[0].point
+    (10.0, 20.0)
+    >>> classify_click("pyautogui.click(x=", False)
+    (None, 'parse_error')
+    >>> classify_click("I do not see it.", False)
+    (None, 'no_call')
+    """
+    if hit_limit:
+        return None, "truncated_by_length"
+    click = parse_click(text)
+    if click is not None:
+        return click, None
+    return None, "parse_error" if ("click" in text.lower() or "(" in text or "[" in text) else "no_call"
+
+
+@register(NAME)
+class GuiGroundingAgentLoop(AgentLoopBase):
+    def __init__(self, *args, **kwargs):
+        self._loop_kwargs = pop_config_kwargs(GuiGroundingConfig, kwargs)
+        self.agent_name = str(kwargs.pop("name", NAME))
+        kwargs.pop("tools", None)
+        super().__init__(*args, **kwargs)
+        self.response_length = int(self.rollout_config.response_length)
+        self._eos_ids = eos_token_ids(self.tokenizer)
+
+    def _pixel_bounds(self, cfg: GuiGroundingConfig) -> tuple[int, int]:
+        """min/max pixels the processor resizes to: config, else the processor's own, else Qwen2.5-VL's."""
+        image_processor = getattr(self.processor, "image_processor", None)
+        size = getattr(image_processor, "size", None) or {}
+        low = cfg.min_pixels or getattr(image_processor, "min_pixels", None) or size.get("shortest_edge")
+        high = cfg.max_pixels or getattr(image_processor, "max_pixels", None) or size.get("longest_edge")
+        return int(low or QWEN25VL_MIN_PIXELS), int(high or QWEN25VL_MAX_PIXELS)
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs) -> AgentLoopOutput:
+        extra_info = kwargs.get("extra_info") or {}
+        cfg = resolve_config(GuiGroundingConfig, NAME, self.rollout_config, self._loop_kwargs, extra_info)
+        messages = list(kwargs["raw_prompt"])
+        request_id = uuid4().hex
+        trace = TrajectoryTrace(request_id, agent_name=self.agent_name)
+
+        original = image_size(_first_image(messages))
+        if original is None and extra_info.get("image_size") is not None:
+            original = tuple(int(v) for v in extra_info["image_size"])
+        multi_modal_data = await self.process_multi_modal_info(messages)
+        images = multi_modal_data.get("images")
+        if not images:  # a data/config error, not a model output: say so loudly
+            raise ValueError("gui_grounding needs an image in the prompt (an `<image>` placeholder and an `images` "
+                             "column) and a vision-language model's processor; got none")
+        self._assert_mm_supported(True)  # a VL processor + token builder, or verl's clear error
+        mm_processor_kwargs = self._get_mm_processor_kwargs()
+        prompt_ids = await self.ct_build_initial_tokens(messages, images=images, mm_inputs_out={})
+        input_size = None
+        if images:
+            seen = image_size(images[0])  # what the processor gets; it resizes this with smart_resize
+            if seen is not None:
+                low, high = self._pixel_bounds(cfg)
+                h, w = smart_resize(seen[1], seen[0], cfg.factor, low, high)
+                input_size = (w, h)
+        if original is None:
+            original = input_size
+
+        traj = Trajectory(prompt_ids, self.response_length)
+        max_tokens = min(cfg.max_tokens, self.response_length)
+        started = time.perf_counter()
+        output = await self.server_manager.generate(
+            request_id=request_id, prompt_ids=prompt_ids, sampling_params={**sampling_params, "max_tokens": max_tokens},
+            image_data=images, mm_processor_kwargs=mm_processor_kwargs,
+        )
+        latency = time.perf_counter() - started
+        server_fields: dict[str, Any] = {}
+        merge_server_extra_fields(server_fields, output)
+        generated = list(output.token_ids)
+        traj.add_policy(generated, server_logprobs(output))
+        trace.add_turn(len(generated), 0, latency, stop_reason=output.stop_reason)
+
+        text = self.tokenizer.decode(generated, skip_special_tokens=True)
+        hit_limit = output.stop_reason == "length" or (
+            len(generated) >= max_tokens and (not generated or generated[-1] not in self._eos_ids))
+        click, failure = classify_click(text, hit_limit)
+        if failure:
+            trace.record_failure(failure)
+        click_original = None
+        if click is not None and original and input_size:
+            click_original = [click.point[0] * original[0] / input_size[0], click.point[1] * original[1] / input_size[1]]
+
+        result = AgentLoopOutput(
+            **traj.output_fields(),
+            multi_modal_data=multi_modal_data,
+            mm_processor_kwargs=mm_processor_kwargs,
+            num_turns=2,
+            metrics={"generate_sequences": latency},
+            extra_fields={
+                **server_fields,
+                "turn_scores": [],
+                "tool_rewards": [],
+                "image_size": list(original) if original else None,
+                "input_size": list(input_size) if input_size else None,
+                NAME: {"click": list(click.point) if click else None, "click_original": click_original,
+                       "failure": failure},
+            },
+        )
+        return trace.finalize(result, tokenizer=self.tokenizer, global_step=server_fields.get("global_steps"))

@@ -1,0 +1,168 @@
+"""gui_grounding: one screenshot, one click.
+
+What runs for real: the loop as verl constructs it, verl's Qwen-VL continuous-token builder (QwenVLContinuousTokenBuilder,
+chosen from model_type qwen2_5_vl), the real Qwen tokenizer and chat template, scripted token streams, click parsing
+and smart_resize from agentic_verl.rewards.gui, the GUI rewards on the decoded response.
+What is a stand-in (no VL model or torchvision offline): the Qwen2.5-VL *processor* (chat template + expanding each
+<|image_pad|> to (h/28)*(w/28) tokens of the smart-resized image, as the real one does; no pixel values) and the
+dataset's qwen_vl_utils image extraction (resizes with smart_resize, as qwen_vl_utils does). Not exercised: real
+pixel features, M-RoPE position ids, a VL model's generation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+import pytest
+import torch
+from agent_loop_helpers import ScriptedServer, build_loop, sample, verl_config
+from agent_loop_invariants import check_token_invariants
+from PIL import Image
+from transformers import BatchFeature
+from verl.utils.dataset.rl_dataset import RLHFDataset
+
+from agentic_verl.agent_loops.gui import classify_click
+from agentic_verl.agent_loops.prompts import gui_grounding_prompt
+from agentic_verl.rewards.gui import gui_click_in_box, smart_resize
+
+SAMPLING = {"temperature": 0.0, "top_p": 1.0, "top_k": -1, "repetition_penalty": 1.0, "logprobs": True}
+MIN_PIXELS, MAX_PIXELS = 4 * 28 * 28, 1280 * 28 * 28
+SCREEN = (1000, 600)  # width, height of the original screenshot
+BOX = [480, 280, 560, 330]  # ground-truth element, original pixels
+
+
+class QwenVLProcessorStandIn:
+    """The boundary: Qwen2.5-VL's processor (see the module docstring)."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+        self.image_processor = SimpleNamespace(patch_size=14, merge_size=2, min_pixels=MIN_PIXELS,
+                                               max_pixels=MAX_PIXELS)
+        self.image_token = "<|image_pad|>"
+        self.chat_template = tokenizer.chat_template
+        self.calls = []
+
+    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=True, tools=None, **kwargs):
+        def flat(content):
+            if not isinstance(content, list):
+                return content
+            return "".join("<|vision_start|><|image_pad|><|vision_end|>" if item["type"] == "image"
+                           else item.get("text", "") for item in content)
+
+        return self.tokenizer.apply_chat_template([{**m, "content": flat(m["content"])} for m in messages],
+                                                  tokenize=tokenize, add_generation_prompt=add_generation_prompt,
+                                                  tools=tools)
+
+    def __call__(self, text, images=None, videos=None, return_tensors="pt", **kwargs):
+        self.calls.append(images)
+        [text] = text
+        grids = []
+        for image in images or []:
+            h, w = smart_resize(image.height, image.width, 28, MIN_PIXELS, MAX_PIXELS)
+            text = text.replace("<|image_pad|>", "\0" * (h * w // (28 * 28)), 1)
+            grids.append([1, h // 14, w // 14])
+        ids = self.tokenizer(text.replace("\0", "<|image_pad|>"), add_special_tokens=False)["input_ids"]
+        return BatchFeature({"input_ids": torch.tensor([ids]), "attention_mask": torch.ones(1, len(ids)),
+                             "image_grid_thw": torch.tensor(grids)})
+
+
+class DatasetStandIn(RLHFDataset):
+    """RLHFDataset with qwen_vl_utils' image extraction replaced (it needs torchvision): images are resized with
+    smart_resize(factor = 2 x patch size), as qwen_vl_utils.fetch_image does."""
+
+    @classmethod
+    def _process_multi_modal_info(cls, messages, image_patch_size, config):
+        images = []
+        for message in messages:
+            for item in message["content"] if isinstance(message["content"], list) else []:
+                if item.get("type") == "image":
+                    image = item["image"]
+                    h, w = smart_resize(image.height, image.width, image_patch_size * 2, MIN_PIXELS, 16384 * 28 * 28)
+                    images.append(image.resize((w, h)))
+        return images or None, None, None
+
+
+def _messages(instruction="Click the OK button"):
+    """What RLHFDataset._build_messages makes of prompts.gui_grounding_prompt + the images column."""
+    text = gui_grounding_prompt(instruction)
+    assert text.startswith("<image>")
+    screenshot = Image.new("RGB", SCREEN, (200, 200, 200))
+    return [{"role": "user", "content": [{"type": "image", "image": screenshot},
+                                         {"type": "text", "text": text[len("<image>"):]}]}]
+
+
+def _run(qwen_dir, tok, turns, response_length=64, **fields):
+    overrides = [f"+actor_rollout_ref.rollout.custom.gui_grounding.{k}={v}" for k, v in fields.items()]
+    config = verl_config(qwen_dir, *overrides, response_length=response_length)
+    server = ScriptedServer(tok, turns)
+    processor = QwenVLProcessorStandIn(tok)
+
+    async def go():
+        loop = build_loop("gui_grounding", config, server, tok, processor=processor, hf_model_type="qwen2_5_vl",
+                          dataset_cls=DatasetStandIn)
+        return await loop.run(dict(SAMPLING), **sample(_messages(), ground_truth=BOX))
+
+    return asyncio.run(go()), server, processor
+
+
+def test_click_is_mapped_back_to_the_original_screenshot(qwen_dir, qwen_tokenizer):
+    tok = qwen_tokenizer
+    h_in, w_in = smart_resize(SCREEN[1], SCREEN[0], 28, MIN_PIXELS, MAX_PIXELS)  # (588, 1008)
+    x, y = 520 * w_in / SCREEN[0], 300 * h_in / SCREEN[1]  # the box's (520, 300) in the model's pixels
+    out, server, processor = _run(qwen_dir, tok, [f"pyautogui.click(x={x:.0f}, y={y:.0f})<|im_end|>"])
+
+    # the prompt carries exactly the processor's image pad tokens for the resized screenshot
+    assert out.prompt_ids.count(tok.convert_tokens_to_ids("<|image_pad|>")) == (h_in // 28) * (w_in // 28)
+    assert "Click the OK button" in tok.decode(out.prompt_ids)
+    # the server got the image with the prompt; the response is the policy's tokens, all mask 1
+    [image] = server.calls[0]["image_data"]
+    assert image.size == (w_in, h_in)
+    assert out.response_mask == [1] * len(out.response_ids) and out.response_ids == server.outputs[0].token_ids
+    check_token_invariants(out, server, tok)
+    assert out.multi_modal_data["images"] == [image]
+
+    fields = out.extra_fields
+    assert fields["image_size"] == list(SCREEN) and fields["input_size"] == [w_in, h_in]
+    click = fields["gui_grounding"]["click_original"]
+    assert click == pytest.approx([520, 300], abs=1.0)
+    assert fields["gui_grounding"]["failure"] is None
+    # the reward path: verl merges extra fields into extra_info; the GUI reward maps the click the same way
+    solution = tok.decode(out.response_ids, skip_special_tokens=True)
+    assert gui_click_in_box(solution, BOX, {"image_size": fields["image_size"], "input_size": fields["input_size"]})[
+        "score"] == 1.0
+    # without the mapping the same click (model pixels) would land elsewhere: the mapping matters
+    assert gui_click_in_box(solution, [x - 1, y - 1, x + 1, y + 1], {})["score"] == 1.0
+
+
+CASES = [
+    ("no_click", "I cannot find that button.<|im_end|>", {}, "no_call"),
+    ("broken_click", "pyautogui.click(x=<|im_end|>", {}, "parse_error"),
+    ("empty", [], {}, "no_call"),
+    ("too_long", "Let me look " * 40, {"max_tokens": 16}, "truncated_by_length"),
+]
+
+
+@pytest.mark.parametrize("name,turn,fields,failure", CASES, ids=[c[0] for c in CASES])
+def test_failures(name, turn, fields, failure, qwen_dir, qwen_tokenizer):
+    out, server, _ = _run(qwen_dir, qwen_tokenizer, [turn], **fields)
+    assert out.extra_fields["gui_grounding"] == {"click": None, "click_original": None, "failure": failure}
+    metrics = out.extra_fields["agent_metrics"]
+    assert {k for k, v in metrics.items() if k.startswith("failure/") and v} == {f"failure/{failure}"}
+    check_token_invariants(out, server, qwen_tokenizer)
+
+
+def test_a_prompt_without_an_image_is_a_clear_error(qwen_dir, qwen_tokenizer):
+    config = verl_config(qwen_dir)
+
+    async def go():
+        loop = build_loop("gui_grounding", config, ScriptedServer(qwen_tokenizer, []), qwen_tokenizer)
+        return await loop.run(dict(SAMPLING), **sample([{"role": "user", "content": "click OK"}]))
+
+    with pytest.raises(ValueError, match="needs an image"):
+        asyncio.run(go())
+
+
+def test_classify_click():
+    assert classify_click("[12, 30]", False)[0].point == (12.0, 30.0)
+    assert classify_click("<answer>click(5, 6)</answer>", True) == (None, "truncated_by_length")
