@@ -45,6 +45,30 @@ def _add_search(sub) -> None:
     p.set_defaults(handler=_search)
 
 
+def _add_table(sub) -> None:
+    p = sub.add_parser("table", help="one markdown table from several `eval search` result.json files")
+    p.add_argument("results", nargs="+", help="result.json files, in the order of the table rows")
+    p.add_argument("-o", "--output", default=None, help="also write the table (and a JSON summary) here (.md)")
+    p.set_defaults(handler=_table)
+
+
+def _table(args) -> int:
+    import json
+
+    from agentic_verl.eval.search_eval import format_table
+
+    runs = [json.loads(Path(path).read_text()) for path in args.results]
+    table = format_table(runs)
+    print(table)
+    if args.output:
+        out = Path(args.output)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(table + "\n")
+        summary = [{"label": r["settings"].get("label"), "model": r["settings"]["model"], **r["summary"]} for r in runs]
+        out.with_suffix(".json").write_text(json.dumps(summary, indent=1) + "\n")
+    return 0
+
+
 def _search(args) -> int:
     from agentic_verl.eval.search_eval import EvalSettings, evaluate, format_table, write_result
 
@@ -63,4 +87,4 @@ def _search(args) -> int:
     return 0
 
 
-SUBCOMMANDS = [_add_search]
+SUBCOMMANDS = [_add_search, _add_table]

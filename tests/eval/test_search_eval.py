@@ -109,3 +109,19 @@ def test_summarize(results, em, searches, failures):
         assert s["em_by_hops"] == {"1": {"n": 1, "em": 0.0}, "2": {"n": 1, "em": 1.0}}
         table = format_table([{"summary": {**s, "seconds": 3}, "settings": {"label": "x", "model": "m"}}])
         assert table.splitlines()[2].startswith("| x | 2 | 0.500 | 1.00 |")
+
+
+def test_table_cli_joins_results_in_order(tmp_path, capsys):
+    summary = summarize([{"em": 1.0, "searches": 1, "turns": 2, "answer": "a", "hops": 1, "policy_tokens": 9,
+                          "failures": []}])
+    paths = []
+    for label in ("before", "after"):
+        path = tmp_path / label / "result.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps({"settings": {"label": label, "model": "m"}, "summary": summary}))
+        paths.append(str(path))
+    assert cli_main(["eval", "table", *paths, "-o", str(tmp_path / "table.md")]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[2].startswith("| before | 1 | 1.000") and rows[3].startswith("| after |")
+    assert (tmp_path / "table.md").read_text().splitlines() == rows
+    assert [r["label"] for r in json.loads((tmp_path / "table.json").read_text())] == ["before", "after"]
