@@ -17,6 +17,8 @@ def register(subparsers) -> None:
     p.add_argument("--out", required=False, help="output index folder")
     p.add_argument("--backend", default="bm25s", help="bm25s (default), lucene, dense, hybrid, or module:Class")
     p.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE", help="a backend option")
+    p.add_argument("--faiss-index", choices=("flat", "hnsw", "ivf"),
+                   help="dense / hybrid: faiss index type; hnsw or ivf for large corpora (same as -o faiss_index=...)")
     p.add_argument("--overwrite", action="store_true", help="replace a non-empty --out folder")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--list-options", action="store_true", help="print the backend's options and exit")
@@ -63,6 +65,8 @@ def _build(args) -> int:
     if not args.corpus or not args.out:
         raise ValueError("index build needs --corpus and --out")
     options = parse_options(args.option)
+    if args.faiss_index:
+        options["dense.faiss_index" if args.backend == "hybrid" else "faiss_index"] = args.faiss_index
     try:
         meta = build_index(args.corpus, args.out, args.backend, overwrite=args.overwrite,
                            show_progress=not args.no_progress, **options)

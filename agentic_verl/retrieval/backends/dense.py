@@ -18,6 +18,7 @@ rebuilt in another type without re-encoding) and, for hnsw/ivf, the trained `ind
 - hnsw: graph search, sub-linear, ~1.1x the memory of flat; `hnsw_m`, `ef_construction`, `ef_search`.
 - ivf:  inverted lists over k-means cells; `ivf_nlist` (default ~4 sqrt(n)), `ivf_nprobe` cells searched.
 
+On a CPU shared with other work, set AGENTIC_VERL_DENSE_THREADS=1 (torch threads; see THREADS_ENV below).
 Needs the extra: pip install 'agentic_verl[dense]'.
 """
 
@@ -48,6 +49,10 @@ FAISS_INDEXES = ("flat", "hnsw", "ivf")
 EMBEDDINGS_FILE = "embeddings.npy"
 FAISS_FILE = "index.faiss"
 CHUNK = 1024  # passages read, stored and encoded per step while building
+# torch intra-op threads for this process. Measured on 2 cores shared with other work (load average ~8): MiniLM
+# encoded 22 single queries/s with 1 thread and 2/s with 2 threads (each op waits for a descheduled thread),
+# 100 vs 25 queries/s in batches of 64. Set it to 1 on a busy machine; unset keeps torch's default (all cores).
+THREADS_ENV = "AGENTIC_VERL_DENSE_THREADS"
 
 
 def resolve_family(model: str, family: str = "auto") -> str:
@@ -84,6 +89,11 @@ class Encoder:
 
     def __init__(self, model: str, query_prefix: str, passage_prefix: str, batch_size: int = 64, device: str = "cpu"):
         st = require("sentence_transformers", PURPOSE)
+        threads = os.environ.get(THREADS_ENV)
+        if threads:  # process-wide: torch has one intra-op thread pool per process
+            import torch
+
+            torch.set_num_threads(int(threads))
         self.model = st.SentenceTransformer(resolve_model_path(model), device=device)
         self.query_prefix, self.passage_prefix, self.batch_size = query_prefix, passage_prefix, batch_size
 
@@ -108,6 +118,19 @@ class Encoder:
 @BACKENDS.register("dense")
 class DenseBackend(RetrievalBackend):
     name = "dense"
+    OPTIONS = {
+        "model": f"sentence-transformers model name or folder ({DEFAULT_MODEL}, offline copy)",
+        "model_family": "auto (default), plain, e5 ('query: '/'passage: '), bge (query instruction)",
+        "faiss_index": "flat (default, exact), hnsw or ivf (approximate, for large corpora)",
+        "batch_size": "passages per encoder batch (64)",
+        "hnsw_m": "hnsw: links per node (32)",
+        "ef_construction": "hnsw: build-time search width (200)",
+        "ef_search": "hnsw: query-time search width (128)",
+        "ivf_nlist": "ivf: number of cells (default ~4 sqrt(n))",
+        "ivf_nprobe": "ivf: cells searched per query (16)",
+        "device": "torch device for encoding (cpu)",
+        "progress": "show an encoding progress bar when not built through build_index (true)",
+    }
 
     def __init__(self, encoder: Encoder, index, docstore: DocStore, meta: dict):
         self.encoder, self.index, self.docstore, self.meta = encoder, index, docstore, meta
@@ -131,7 +154,7 @@ class DenseBackend(RetrievalBackend):
         **options,
     ) -> dict:
         if options:
-            raise TypeError(f"unknown dense build options: {sorted(options)}")
+            raise TypeError(f"unknown dense build options: {sorted(options)}; known: {sorted(cls.OPTIONS)}")
         if faiss_index not in FAISS_INDEXES:
             raise ValueError(f"unknown faiss_index {faiss_index!r}; known: {', '.join(FAISS_INDEXES)}")
         faiss = require("faiss", PURPOSE)

@@ -53,6 +53,13 @@ def reciprocal_rank_fusion(rankings: list[list[Passage]], topk: int, rrf_k: floa
 @BACKENDS.register("hybrid")
 class HybridBackend(RetrievalBackend):
     name = "hybrid"
+    OPTIONS = {
+        "rrf_k": "reciprocal-rank-fusion constant (60)",
+        "depth": "candidates taken from each sub-index per query (20; at least topk)",
+        "sparse": "bm25s (default) or lucene",
+        "sparse.<option>": "an option of the sparse backend, e.g. sparse.k1=1.2",
+        "dense.<option>": "an option of the dense backend, e.g. dense.faiss_index=hnsw",
+    }
 
     def __init__(self, sparse: RetrievalBackend, dense: RetrievalBackend, rrf_k: float, depth: int, meta: dict):
         self.sparse, self.dense, self.rrf_k, self.depth, self.meta = sparse, dense, rrf_k, depth, meta

@@ -30,6 +30,14 @@ STEMMERS = ("porter", "krovetz", "none")
 @BACKENDS.register("lucene")
 class LuceneBackend(RetrievalBackend):
     name = "lucene"
+    OPTIONS = {
+        "k1": "BM25 term-frequency saturation (0.9, Anserini's default)",
+        "b": "BM25 length normalisation (0.4, Anserini's default)",
+        "stemmer": "porter (default), krovetz or none",
+        "keep_stopwords": "keep Lucene's English stopwords in the index (false)",
+        "threads": "Anserini indexing threads (default min(4, cpus))",
+        "memory_buffer_mb": "Anserini indexing buffer (1024)",
+    }
 
     def __init__(self, searcher, docstore: DocStore, meta: dict, threads: int):
         self._searcher = searcher
@@ -53,8 +61,7 @@ class LuceneBackend(RetrievalBackend):
         """Index `passages` into `out_dir/lucene`. k1/b (Anserini's defaults 0.9/0.4) are applied at search
         time but belong to the index: they are recorded in the meta and used by `load`."""
         if options:
-            raise TypeError(f"unknown lucene build options: {sorted(options)}; known: k1, b, stemmer, "
-                            "keep_stopwords, threads, memory_buffer_mb")
+            raise TypeError(f"unknown lucene build options: {sorted(options)}; known: {sorted(cls.OPTIONS)}")
         if stemmer not in STEMMERS:
             raise ValueError(f"unknown stemmer {stemmer!r}; known: {', '.join(STEMMERS)}")
         out_dir = Path(out_dir)

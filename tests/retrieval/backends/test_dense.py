@@ -146,3 +146,16 @@ def test_missing_extra_names_the_pip_command(corpus_path, tmp_path, blocked):
     assert result.returncode == 0, result.stderr
     assert "ERROR:" in result.stdout and "pip install 'agentic_verl[dense]'" in result.stdout
     assert blocked in result.stdout
+
+
+def test_cli_faiss_index_flag(tmp_path):
+    from _backends_testlib import write_corpus
+
+    from agentic_verl.cli import main
+
+    corpus = write_corpus(tmp_path / "small.jsonl", make_passages(n_filler=27))
+    code = main(["index", "build", "--backend", "dense", "--corpus", str(corpus), "--out", str(tmp_path / "ix"),
+                 "--faiss-index", "hnsw", "--no-progress"])
+    assert code == 0
+    meta = read_meta(tmp_path / "ix")
+    assert meta["faiss_index"] == "hnsw" and meta["options"] == {"faiss_index": "hnsw"} and meta["passages"] == 30
