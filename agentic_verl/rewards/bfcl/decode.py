@@ -36,6 +36,7 @@ import warnings
 MAX_CHARS = 100_000  # longer outputs are a decode failure, so time stays bounded
 _MAX_INT_BITS = 4096  # folded integers above this are a decode failure (`10**10**10` never runs)
 _MAX_SEQ_LEN = 100_000  # folded strings/lists above this length are a decode failure
+_BIG_FORMAT = re.compile(r"%[^%a-zA-Z]*\d{4,}")  # a %-conversion with a width or precision of 1000 or more
 
 
 _SOURCE_NAME = "<model output>"
@@ -266,4 +267,8 @@ def _guard(op: type, left, right) -> None:
     elif op is ast.Add and _size(left) + _size(right) > _MAX_SEQ_LEN:
         raise DecodeError("concatenation too long")
     elif op is ast.Mod and isinstance(left, (str, bytes)):
-        raise DecodeError("string formatting is not arithmetic")  # "%*d" % (10**9, 1) would allocate a GB
+        # `'%s' % 5` is folded like any literal expression, but no `*` or 4-digit widths/precisions:
+        # `"%*d" % (10**9, 1)` or `"%999999999d" % 1` would allocate gigabytes.
+        text = left if isinstance(left, str) else left.decode("latin-1")
+        if "*" in text or _BIG_FORMAT.search(text):
+            raise DecodeError("string formatting with a huge or variable width")

@@ -29,6 +29,8 @@ PYTHON_CASES = [
     ("[f(a=+5)]", [{"f": {"a": 5}}]),
     # `not` is logical negation (BFCL: -True == -1)
     ("[f(a=not True)]", [{"f": {"a": False}}]),
+    # %-formatting of literals, as BFCL's eval would give
+    ("[f(a='%s-%d' % ('v', 5))]", [{"f": {"a": "v-5"}}]),
     # literal arithmetic is folded without executing anything
     ("[f(a=2*3, b='a'+'b', c=2**10)]", [{"f": {"a": 6, "b": "ab", "c": 1024}}]),
     # lists, dicts, tuples and nested structures
@@ -62,8 +64,10 @@ PYTHON_FAILURES = [
     "[f(a={1, 2})]",
     # a huge power is refused instead of computed
     "[f(a=10**10**10)]",
-    # string formatting is not arithmetic and could allocate gigabytes
+    # %-formatting with a variable width could allocate gigabytes
     "[f(a='%*d' % (10**9, 1))]",
+    # so could a huge literal width
+    "[f(a='%999999999d' % 1)]",
     # a sequence repeated past the size limit
     "[f(a='x' * 10**9)]",
     # arithmetic on names would need eval; refused
