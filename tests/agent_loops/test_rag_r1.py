@@ -30,14 +30,15 @@ def _run(config, server, tokenizer, mode="mq", extra_info=None, question=QUESTIO
     return run_loop("rag_r1", config, server, tokenizer, SAMPLING, kwargs)
 
 
-def test_mq_search_then_answer_one_request_and_exact_observation(qwen_dir, qwen_tokenizer, retrieval_server):
-    tok = qwen_tokenizer
+@pytest.mark.parametrize("which", ["qwen", "smol"])
+def test_mq_search_then_answer_one_request_and_exact_observation(which, request, retrieval_server):
+    model_dir, tok = request.getfixturevalue(f"{which}_dir"), request.getfixturevalue(f"{which}_tokenizer")
     server = ScriptedServer(tok, [
         "<think>I need two facts.</think>\n<search> who wrote hamlet, capital of france </search>\nJUNK after stop",
-        "<think>Found it.</think>\n<answer> William Shakespeare </answer><|im_end|>",
+        "<think>Found it.</think>\n<answer> William Shakespeare </answer>" + tok.eos_token,
     ])
     calls_before = len(retrieval_server.service.calls)
-    out = _run(_rag_config(qwen_dir, retrieval_server.url), server, tok)
+    out = _run(_rag_config(model_dir, retrieval_server.url), server, tok)
 
     # all queries of the turn in ONE retrieval request, top-3 each
     assert retrieval_server.service.calls[calls_before:] == [["who wrote hamlet", "capital of france"]]
@@ -279,3 +280,35 @@ def _zero_runs(ids, mask, tok):
             out.append(tok.decode(ids[start:i], skip_special_tokens=False))
             start = None
     return out
+
+
+def test_shipped_agent_loop_yaml_builds_both_variants(qwen_dir, qwen_tokenizer, monkeypatch):
+    """agentic_verl/agent_loops/configs/agent_loops.yaml, read as AgentLoopWorker reads it (OmegaConf.load, each
+    entry instantiated by hydra with verl's arguments), resolves the env interpolation and yields sq and mq loops."""
+    import asyncio
+    import os
+
+    import hydra
+    from omegaconf import OmegaConf
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    import agentic_verl.agent_loops as package
+
+    monkeypatch.setenv("AGENTIC_VERL_RETRIEVAL_URL", "http://127.0.0.1:9")
+    entries = OmegaConf.load(os.path.join(os.path.dirname(package.__file__), "configs", "agent_loops.yaml"))
+    config = verl_config(qwen_dir)
+
+    async def build(entry):
+        return hydra.utils.instantiate(entry, trainer_config=DictConfigWrap(config), server_manager=None,
+                                       tokenizer=qwen_tokenizer, processor=None, hf_model_type="qwen2",
+                                       dataset_cls=RLHFDataset, data_config=DictConfigWrap(config.data),
+                                       tools=ToolListWrap([]))
+
+    loops = {entry.name: asyncio.run(build(entry)) for entry in entries}
+    assert set(loops) == {"rag_r1_sq", "rag_r1_mq"}
+    assert loops["rag_r1_sq"]._loop_kwargs["mode"] == "sq" and loops["rag_r1_mq"]._loop_kwargs["mode"] == "mq"
+    assert loops["rag_r1_mq"]._loop_kwargs["retrieval_url"] == "http://127.0.0.1:9"
+    assert loops["rag_r1_sq"].agent_name == "rag_r1_sq"
+    for loop in loops.values():
+        RagR1Config(**loop._loop_kwargs)  # every key is a config field with a valid value
