@@ -6,7 +6,8 @@ Rewards are whatever `agentic_verl.rewards.REWARDS` holds at run time; each know
 input (unknown names are listed as skipped). For BFCL, ours (ast_match on the question objects, and the
 bfcl_ast component on JSON-string ground truth as stored in parquet) and the official decode + check
 (bfcl-eval in `.venv-bfcl`, created on first use) run over the same mix of gold and mutated outputs of every
-AST and relevance category. Each figure is the best of `--rounds` rounds (the machine may be shared).
+AST and relevance category, ordered as verl scores a GRPO batch (the outputs of one question adjacent). Each
+figure is the best of `--rounds` rounds (the machine may be shared).
 """
 
 from __future__ import annotations
@@ -83,6 +84,9 @@ def main(argv=None) -> int:
     cases = all_cases(seed=0, per_question=12)
     random.Random(0).shuffle(cases)
     cases = cases[: args.bfcl_cases]
+    # As verl scores a GRPO batch: the rollouts of one prompt are adjacent (stable sort keeps the mix inside).
+    order = {qid: i for i, qid in enumerate(dict.fromkeys(case["id"] for case in cases))}
+    cases.sort(key=lambda case: order[case["id"]])
     questions = {}
     for case in cases:  # parquet-like rows: ground truth and functions as JSON strings, one per question
         questions.setdefault(case["id"], (json.dumps(case["possible_answer"]), json.dumps(case["functions"])))

@@ -48,7 +48,7 @@ def error_type_of(bfcl_error_type: str | None) -> str | None:
     return "bfcl:value_error"
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=4096)
 def _loads(text: str):
     return json.loads(text)
 
