@@ -7,7 +7,10 @@ One assistant turn that the policy continues across searches:
 
 - Generation stops at `</search>` or `</answer>`. The stop strings are sent to the server (`stop`, which vLLM
   and SGLang accept) and, because a server may ignore them, also applied here on the returned token ids:
-  the generated ids are cut right after the token that completes the first stop tag (`cut_at_stop`).
+  the generated ids are cut right after the token that completes the first stop tag (`cut_at_stop`). This
+  assumes a server that honours `stop` keeps the tag's tokens in `token_ids` (vLLM trims only the text); for a
+  server that drops them, set `server_stop_strings: false` and the loop alone cuts (exact, but the server
+  generates on to EOS or the turn limit).
 - The turn's first complete `<search>`/`<answer>` block is acted on. `<answer>` ends the trajectory.
   `<search>`: "sq" mode sends the whole content as one query, "mq" splits it on commas (first `max_queries`).
   All queries of a turn go to the retrieval server in ONE request (top-`topk` each).

@@ -175,6 +175,18 @@ def test_retrieval_timeout_or_down_is_an_observation_not_a_crash(fixture, catego
     check_token_invariants(out, server, tok, observations=[obs])
 
 
+def test_logprobs_only_when_the_server_gives_them(qwen_dir, qwen_tokenizer, retrieval_server):
+    tok = qwen_tokenizer
+    script = ["<search> paris </search>", "<answer> Paris </answer>"]
+    config = _rag_config(qwen_dir, retrieval_server.url)
+    without = _run(config, ScriptedServer(tok, list(script), logprobs=False), tok)
+    assert without.response_logprobs is None
+    with_server = ScriptedServer(tok, list(script))
+    out = _run(config, with_server, tok)
+    assert len(out.response_logprobs) == len(out.response_ids)
+    check_token_invariants(out, with_server, tok)
+
+
 def test_observation_documents_are_cut_to_max_obs_length_tokens(qwen_dir, qwen_tokenizer, retrieval_server):
     tok = qwen_tokenizer
     server = ScriptedServer(tok, ["<search> hamlet, paris </search>", "<answer> x </answer>"])
@@ -255,14 +267,18 @@ def test_smollm2_through_verl_agent_loop_worker(smol_dir, smol_tokenizer, smol_e
         # every model call saw exactly prompt + the response so far, and its tokens are in the response as is
         own_calls = [c for c in server.calls if c["prompt_ids"][: len(prompt_ids)] == prompt_ids]
         assert own_calls, "no generate call for this sample"
+        covered = set()
         for call in own_calls:
             start = len(call["prompt_ids"]) - len(prompt_ids)
             assert call["prompt_ids"] == prompt_ids + response[:start]
             assert start == 0 or mask[start - 1] == 0  # a turn starts after the prompt or an observation
-            out = server.outputs[server.calls.index(call)]
-            end = start + sum(1 for _ in range(start, n) if mask[_] == 1 and _ < start + len(out.token_ids))
-            assert all(m == 1 for m in mask[start:end])
-            assert response[start:end] == out.token_ids[: end - start]
+            end = start
+            while end < n and mask[end] == 1:
+                end += 1
+            generated = server.outputs[server.calls.index(call)].token_ids
+            assert response[start:end] == generated[: end - start]  # kept as generated (possibly cut at a tag)
+            covered.update(range(start, end))
+        assert covered == {i for i in range(n) if mask[i] == 1}  # mask is 1 exactly on generated tokens
         # mask-0 runs are RAG-R1 observations (the last one may be cut by response_length)
         for obs in _zero_runs(response, mask, tok):
             full = obs.startswith("\n<information>\n") or obs == INVALID_ACTION_OBSERVATION
