@@ -13,6 +13,7 @@ import pytest
     [
         "agentic_verl.rewards.bfcl.decode",
         "agentic_verl.rewards.bfcl.check",
+        "agentic_verl.rewards.bfcl._compare",
         "agentic_verl.rewards.bfcl.convert",
         "agentic_verl.rewards.bfcl.match",
         "agentic_verl.rewards.bfcl.render",
