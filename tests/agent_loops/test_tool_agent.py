@@ -132,3 +132,18 @@ def _loop_run(model_dir, tok, tool_config_path, server, url, monkeypatch, respon
         return await loop.run(dict(SAMPLING), **sample(QUESTION))
 
     return asyncio.run(go())
+
+
+def test_traced_loop_with_the_smollm2_chat_template(smol_dir, smol_tokenizer, retrieval_server, monkeypatch):
+    """The same tool round trip with SmolLM2's template (which renders no tool schema and a plain `tool` turn):
+    policy tokens are kept as generated, the tool turn is mask 0 and carries the search results."""
+    tok = smol_tokenizer
+    server = ScriptedServer(tok, [_call("search", {"query_list": ["who wrote hamlet"]}).replace("<|im_end|>",
+                                                                                                 tok.eos_token),
+                                  "<answer> Shakespeare </answer>" + tok.eos_token])
+    out = _loop_run(smol_dir, tok, str(REPO / "tools" / "search_tool.yaml"), server, retrieval_server.url,
+                    monkeypatch)
+    check_token_invariants(out, server, tok)
+    tool_runs = [tok.decode(out.response_ids[s:e]) for s, e, v in runs(out.response_mask) if v == 0]
+    assert len(tool_runs) == 1 and "Doc 1 (Title: Hamlet) Hamlet is a tragedy" in tool_runs[0]
+    assert out.extra_fields["agent_metrics"]["num_searches"] == 1
