@@ -1,11 +1,16 @@
-"""verl entry for the BFCL AST match reward: `custom_reward_function.path=reward_fns/bfcl_ast.py`.
+"""verl entry: BFCL AST match (1.0 when BFCL's AST checker would accept the output, else 0.0).
 
-ground_truth is BFCL's possible-answer list (or its JSON string); extra_info carries `functions`, `category`
-and optionally `language`. See agentic_verl/rewards/bfcl/ and the README section "BFCL AST match".
+    reward.custom_reward_function.path=reward_fns/bfcl_ast.py
+    reward.custom_reward_function.name=compute_score
+    # optional defaults for rows without them: +reward.custom_reward_function.reward_kwargs.category=multiple
+
+Each row: ground_truth = BFCL's possible-answer list (or its JSON string); extra_info = {"functions": [...] or
+JSON, "category": "simple_python" | ... | "live_relevance", "language": optional}. Returns {"score",
+"error_type" (bfcl:*), "bfcl_error_type" (BFCL's own), "bfcl_valid"}. See agentic_verl/rewards/bfcl/ and the
+README section "BFCL AST match".
 """
 
 from agentic_verl.rewards.bfcl import bfcl_ast
+from agentic_verl.rewards.compose import verl_compute_score
 
-
-def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs) -> dict:
-    return bfcl_ast(solution_str, ground_truth, extra_info, **kwargs)
+compute_score = verl_compute_score(bfcl_ast, what="reward_fns/bfcl_ast.py")

@@ -87,14 +87,17 @@ def _plain(value, depth: int = 0):
 
 
 @REWARDS.register("bfcl_ast")
-def bfcl_ast(solution_str, ground_truth, extra_info=None, **kwargs) -> dict:
+def bfcl_ast(solution_str, ground_truth, extra_info=None, *, category: str | None = None,
+             language: str | None = None, **kwargs) -> dict:
     """Reward component: `ground_truth` is BFCL's possible-answer list (or its JSON string); `extra_info` has
-    `functions` (list or JSON string), `category` and optionally `language`. Never raises."""
+    `functions` (list or JSON string), `category` and optionally `language`. The options `category` /
+    `language` are defaults for rows whose `extra_info` lacks them (else simple_python / python). Never raises.
+    """
     try:
         info = extra_info if isinstance(extra_info, dict) else {}
-        category = info.get("category", kwargs.get("category", "simple_python"))
-        language = info.get("language") or kwargs.get("language") or "python"
-        functions = _json(info.get("functions", kwargs.get("functions")))
+        category = info.get("category") or category or "simple_python"
+        language = info.get("language") or language or "python"
+        functions = _json(info.get("functions"))
         possible_answer = _json(ground_truth)
         if isinstance(possible_answer, dict) and "ground_truth" in possible_answer:
             possible_answer = possible_answer["ground_truth"]

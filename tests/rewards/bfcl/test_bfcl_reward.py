@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import pytest
 
 from agentic_verl.rewards import REWARDS
 from agentic_verl.rewards.bfcl import bfcl_ast, error_type_of
+from agentic_verl.rewards.compose import RewardConfigError
 
 FUNCTIONS = [{"name": "add", "parameters": {"type": "dict", "required": ["a", "b"],
               "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}}]  # fmt: skip
@@ -71,13 +71,34 @@ def test_error_types_are_namespaced():
     assert error_type_of(None) is None
 
 
+def load_with_verl(reward_kwargs: dict | None = None):
+    """reward_fns/bfcl_ast.py through verl's own custom-reward loader (what every reward manager receives)."""
+    from omegaconf import OmegaConf
+    from verl.trainer.ppo.reward import get_custom_reward_fn
+
+    config = OmegaConf.create({"reward": {"custom_reward_function": {
+        "path": str(REPO / "reward_fns" / "bfcl_ast.py"), "name": "compute_score",
+        "reward_kwargs": reward_kwargs or {}}}})  # fmt: skip
+    return get_custom_reward_fn(config)
+
+
 def test_verl_entry_delegates():
-    spec = importlib.util.spec_from_file_location("bfcl_ast_entry", REPO / "reward_fns" / "bfcl_ast.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    result = module.compute_score("bfcl", "[add(a=1, b=2)]", json.dumps(ANSWER), EXTRA)
+    fn = load_with_verl()
+    # called with keywords, as verl's reward managers do
+    result = fn(data_source="bfcl", solution_str="[add(a=1, b=2)]", ground_truth=json.dumps(ANSWER), extra_info=EXTRA)
     assert result["score"] == 1.0 and result["bfcl_valid"] is True
-    assert module.compute_score("bfcl", "[add(a=2, b=2)]", ANSWER, EXTRA)["score"] == 0.0
+    assert fn(data_source="bfcl", solution_str="[add(a=2, b=2)]", ground_truth=ANSWER, extra_info=EXTRA)["score"] == 0.0
+
+
+def test_verl_entry_options():
+    # a default category for rows whose extra_info lacks one
+    fn = load_with_verl({"category": "irrelevance"})
+    assert fn(data_source="bfcl", solution_str="no call", ground_truth=None, extra_info={"functions": FUNCTIONS})[
+        "score"] == 1.0  # fmt: skip
+    # a misspelt option is a config error, not a silent default
+    typo = load_with_verl({"categroy": "irrelevance"})
+    with pytest.raises(RewardConfigError, match="accepted: category, language"):
+        typo(data_source="bfcl", solution_str="x", ground_truth=None, extra_info={})
 
 
 def test_parquet_shaped_rows_with_nested_numpy_arrays():
