@@ -103,6 +103,13 @@ def test_nested_type_check_without_an_empty_option():
     assert verdict["error_type"] == "type_error:nested"
 
 
+def test_unknown_declared_type_is_a_verdict():
+    # BFCL raises KeyError on a type it does not map; we answer with bfcl:unsupported_type
+    functions = [{"name": "f", "parameters": {"required": ["a"], "properties": {"a": {"type": "mystery"}}}}]
+    verdict = ast_match("[f(a=1)]", functions, [{"f": {"a": [1]}}], "simple_python")
+    assert (verdict["valid"], verdict["error_type"]) == (False, "bfcl:unsupported_type")
+
+
 def test_variable_name_where_a_dict_is_declared():
     # BFCL accepts a string (a variable name) where the possible answers are strings, whatever the declared type
     answer = [{"get_weather": {"city": ["SF"], "opts": ["my_opts"]}}]

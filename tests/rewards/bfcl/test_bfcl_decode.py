@@ -98,6 +98,12 @@ def test_python_decode_failures(text):
         decode(text)
 
 
+def test_bfcl_quirks_reproduce_tree_sitter_error_recovery():
+    # BFCL accepts these through tree-sitter's error recovery; bfcl_quirks mimics it for the benchmark
+    assert decode("[[f(a=1, b=2)]]", "java", bfcl_quirks=True) == [{"f": {"a": "1", "b": "2"}}]
+    assert decode("[f(**opts, a=1)]", "javascript", bfcl_quirks=True) == [{"f": {"a": "1"}}]
+
+
 def test_bfcl_quirks_reproduce_the_official_unary_and_fence_handling():
     # With quirks, every unary operator negates and a ```python fence makes the text undecodable.
     assert decode("[f(a=+5, b=not True)]", bfcl_quirks=True) == [{"f": {"a": -5, "b": -1}}]
@@ -161,6 +167,8 @@ def test_javascript_decoding(text, expected):
         ('[f(a="x)]', "javascript"),
         # a doubly bracketed call is rejected (documented: tree-sitter recovers from some of these)
         ("[[f(a=1, b=2)]]", "java"),
+        # a first argument starting with an operator (documented: tree-sitter inserts the missing operand)
+        ("[f(**opts, a=1)]", "javascript"),
         # brackets nested past the limit
         ("[f(a=" + "[" * 200 + ")]", "javascript"),
     ],
