@@ -50,3 +50,8 @@ clean:
 .PHONY: bfcl-venv
 bfcl-venv: install
 	$(PY) -c "import sys; sys.path.insert(0, 'benchmarks'); import _bfcl_official; print(_bfcl_official.ensure_venv())"
+
+# Verdict agreement with the official BFCL checker on every BFCL question (gold + mutated outputs).
+.PHONY: bfcl-agreement
+bfcl-agreement: install
+	$(PY) benchmarks/bfcl_agreement.py
