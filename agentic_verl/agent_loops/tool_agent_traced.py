@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import time
 from typing import Any
+from uuid import uuid4
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopOutput, register
 from verl.experimental.agent_loop.tool_agent_loop import AgentState, ToolAgentLoop
@@ -44,7 +45,7 @@ class TracedToolAgentLoop(ToolAgentLoop):
         self.trace: TrajectoryTrace | None = None  # verl builds one loop object per trajectory
 
     async def run(self, sampling_params: dict[str, Any], **kwargs) -> AgentLoopOutput:
-        self.trace = TrajectoryTrace(f"{self.agent_name}-{id(self):x}-{time.time_ns()}", agent_name=self.agent_name)
+        self.trace = TrajectoryTrace(uuid4().hex, agent_name=self.agent_name)
         output = await super().run(sampling_params, **kwargs)
         if not self.trace.tool_calls:
             self.trace.record_failure("no_call")

@@ -328,3 +328,19 @@ def test_shipped_agent_loop_yaml_builds_both_variants(qwen_dir, qwen_tokenizer, 
     assert loops["rag_r1_sq"].agent_name == "rag_r1_sq"
     for loop in loops.values():
         RagR1Config(**loop._loop_kwargs)  # every key is a config field with a valid value
+
+
+def test_trajectory_dump_through_trace(qwen_dir, qwen_tokenizer, retrieval_server, tmp_path, monkeypatch):
+    """With AGENTIC_VERL_TRAJECTORY_DIR set, the loop's trace writes one JSONL record whose segments are the
+    policy turns and the observation, in order."""
+    from agentic_verl.agent_loops.trace import TRAJECTORY_DIR_ENV, dump_path
+
+    monkeypatch.setenv(TRAJECTORY_DIR_ENV, str(tmp_path))
+    tok = qwen_tokenizer
+    server = ScriptedServer(tok, ["<search> paris </search>", "<answer> Paris </answer>"])
+    out = _run(_rag_config(qwen_dir, retrieval_server.url), server, tok)
+    [record] = [json.loads(line) for line in open(dump_path(str(tmp_path)))]
+    assert record["agent_name"] == "rag_r1" and record["request_id"] == out.extra_fields["agent_trace_id"]
+    assert [s["policy"] for s in record["response_segments"]] == [True, False, True]
+    assert record["response_segments"][1]["text"] == observation_texts(out, tok)[0]
+    assert [t["tool_calls"][0]["arguments"] for t in record["turns"][:1]] == [{"queries": ["paris"]}]
