@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from agentic_verl.rewards.bfcl.decode import DecodeError
 
-class SyntaxFailure(ValueError):
+
+class SyntaxFailure(DecodeError):
     """The text is not a call in the language's syntax (BFCL's tree-sitter parse reports an ERROR)."""
 
 

@@ -78,6 +78,9 @@ def bracketed(text: str) -> str:
 def decode(text: str, language: str = "python", bfcl_quirks: bool = False) -> list[dict]:
     """Decode model text into `[{name: {param: value}}]`; raises DecodeError when it is not a call list.
 
+    Java / JavaScript text that parses but holds no call gives `{}` / None, as BFCL's extraction does (BFCL's
+    format check, and `ast_match`, then report `ast_decoder:decoder_wrong_output_format`).
+
     `bfcl_quirks=True` reproduces BFCL's documented mistakes (unary operators negate, language-tagged fences
     are not unwrapped); only the agreement benchmark uses it, to attribute differences to them."""
     if not isinstance(text, str):
