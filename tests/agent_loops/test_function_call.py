@@ -98,7 +98,6 @@ def test_classify_and_config():
         FunctionCallConfig(language="rust")
 
 
-@pytest.mark.slow
 def test_smollm2_through_verl_agent_loop_worker(smol_dir, smol_tokenizer, smol_engine):
     """SmolLM2-135M answers for real through verl's AgentLoopWorker: whatever it writes is classified into
     exactly one outcome, and the batch's mask covers exactly the generated tokens."""

@@ -220,7 +220,6 @@ def test_parsing_helpers():
     assert split_queries(" ", "sq", 3) == []
 
 
-@pytest.mark.slow
 def test_smollm2_through_verl_agent_loop_worker(smol_dir, smol_tokenizer, smol_engine, retrieval_server,
                                                   monkeypatch):
     """SmolLM2-135M generates for real; verl's AgentLoopWorker picks the loop per sample from agent_name via our
