@@ -1,7 +1,7 @@
 """The places in verl 0.9.1 that no public registry or hook reaches, adapted here and nowhere else.
 
 (1) and (3) are applied only in processes that run with VERL_PLATFORM=cpu (`platform.py`); (2) wherever the
-`hf` rollout backend is registered (`replica.py`, any device). Both are idempotent and leave verl's files
+`hf` rollout backend is registered (`replica.py`, any device). All are idempotent and leave verl's files
 untouched. Remove each one when verl grows the hook named in its comment.
 
 1. The process-group backend string. `verl.utils.distributed.initialize_global_process_group[_ray]`

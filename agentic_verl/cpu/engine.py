@@ -258,9 +258,8 @@ class HFGenerationEngine:
         cache, logits = out.past_key_values, out.logits[:, -1, :].float()
         next_position = position_ids[:, -1] + 1
         active = list(batch)
-        stop_sets = [set(r.params.stop_token_ids) | (set() if r.params.ignore_eos else set(self.eos_token_ids))
-                     for r in batch]
-        stop_sets = dict(zip(map(id, batch), stop_sets))
+        stop_sets = {id(r): set(r.params.stop_token_ids) | (set() if r.params.ignore_eos else set(self.eos_token_ids))
+                     for r in batch}
         while True:
             tokens, log_probs = self._sample(logits, active)
             keep: list[int] = []

@@ -68,6 +68,8 @@ def run_recipe(recipe: str, work: Path, env: dict[str, str], overrides: list[str
         "trainer.save_freq=-1",
         f"trainer.default_local_dir={work / 'checkpoints'}",
         f"actor_rollout_ref.actor.optim.lr={ACTOR_LR}",
+        "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio=0",  # ppo.sh warms up: lr would be ~0 for 2 steps
+        "critic.optim.lr_warmup_steps_ratio=0",
     ]
     start = time.monotonic()
     try:

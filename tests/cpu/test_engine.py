@@ -48,7 +48,7 @@ def test_logprobs_match_a_full_forward_pass(engine, reference):
     for params in (GREEDY, {"temperature": 0.7, "max_tokens": 10, "ignore_eos": True}):
         outs = _run(*[engine.generate(p, params) for p in PROMPTS])
         temperature = params["temperature"] or 1.0
-        for prompt, out in zip(PROMPTS, outs):
+        for prompt, out in zip(PROMPTS, outs, strict=True):
             with torch.no_grad():
                 logits = reference(torch.tensor([prompt + out.token_ids])).logits[0].float() / temperature
             expected = torch.log_softmax(logits, -1)[len(prompt) - 1 : -1].gather(-1, torch.tensor(out.token_ids)[:, None])
@@ -71,8 +71,8 @@ def test_concurrent_requests_of_different_lengths_batch_to_the_same_tokens(engin
 
 def test_mixed_budgets_retire_rows_early_without_disturbing_the_rest(engine):
     budgets = [3, 10, 1, 6]
-    alone = [_run(engine.generate(p, {**GREEDY, "max_tokens": b}))[0].token_ids for p, b in zip(PROMPTS, budgets)]
-    together = _run(*[engine.generate(p, {**GREEDY, "max_tokens": b}) for p, b in zip(PROMPTS, budgets)])
+    alone = [_run(engine.generate(p, {**GREEDY, "max_tokens": b}))[0].token_ids for p, b in zip(PROMPTS, budgets, strict=True)]
+    together = _run(*[engine.generate(p, {**GREEDY, "max_tokens": b}) for p, b in zip(PROMPTS, budgets, strict=True)])
     assert [len(o.token_ids) for o in together] == budgets
     assert [o.token_ids for o in together] == alone
 

@@ -1,0 +1,80 @@
+"""Every rag_r1 recipe, with and without the CPU switch, yields overrides that verl's own hydra configs accept.
+
+The recipes run for real with a stand-in `python3`/`torchrun` on PATH that records the command line; the
+overrides are then composed against verl's ppo_trainer / sft_trainer_engine configs (a typo fails here, not on a
+GPU job). The end-to-end tests run the same recipes with the real trainers on CPU."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+
+import pytest
+from cpu_backend_helpers import REPO
+
+RECIPES = {"rag_r1/grpo.sh": "ppo_trainer", "rag_r1/ppo.sh": "ppo_trainer", "rag_r1/sft.sh": "sft_trainer_engine"}
+
+_RECORDER = """#!/usr/bin/env bash
+printf '%s\\n' "$@" > "$RECORD_FILE"
+"""
+
+
+def _recorded_overrides(recipe: str, tmp_path, env: dict[str, str]) -> list[str]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for name in ("python3", "torchrun"):
+        (bin_dir / name).write_text(_RECORDER)
+        (bin_dir / name).chmod((bin_dir / name).stat().st_mode | stat.S_IEXEC)
+    record = tmp_path / "argv.txt"
+    full_env = {**os.environ, **env, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "RECORD_FILE": str(record)}
+    subprocess.run(["bash", str(REPO / "recipes" / recipe), "trainer.total_epochs=3"], cwd=REPO, env=full_env,
+                   check=True, timeout=60)
+    argv = record.read_text().splitlines()
+    module_at = argv.index("-m")
+    return argv[module_at + 2 :]
+
+
+def _compose(config_name: str, overrides: list[str]):
+    import verl
+    from hydra import compose, initialize_config_dir
+
+    config_dir = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
+    with initialize_config_dir(config_dir=config_dir, version_base=None):
+        return compose(config_name=config_name, overrides=overrides)
+
+
+@pytest.mark.parametrize("recipe", sorted(RECIPES))
+@pytest.mark.parametrize("device", ["gpu", "cpu"])
+def test_recipe_overrides_compose_with_verls_config(recipe, device, tmp_path):
+    env = {"AGENTIC_VERL_DEVICE": device, "MODEL_PATH": "/models/some-model"}
+    overrides = _recorded_overrides(recipe, tmp_path, env)
+    assert overrides[-1] == "trainer.total_epochs=3"  # "$@" comes last
+    config = _compose(RECIPES[recipe], overrides)
+    assert config.trainer.total_epochs == 3
+    if RECIPES[recipe] == "ppo_trainer":
+        assert config.actor_rollout_ref.model.path == "/models/some-model"
+        rollout = config.actor_rollout_ref.rollout
+        assert config.trainer.device == ("cpu" if device == "cpu" else "cuda")
+        assert rollout.name == ("hf" if device == "cpu" else "vllm")
+        assert rollout.agent.default_agent_loop == "rag_r1"
+        if device == "cpu":
+            assert config.trainer.n_gpus_per_node == 1 and config.actor_rollout_ref.actor.strategy == "fsdp2"
+            assert config.actor_rollout_ref.ref.optim.lr == config.actor_rollout_ref.actor.optim.lr
+    else:
+        assert config.model.path == "/models/some-model"
+        assert config.trainer.device == ("cpu" if device == "cpu" else "cuda")
+
+
+def test_cpu_switch_exports_the_platform(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").write_text("#!/usr/bin/env bash\nenv > \"$RECORD_FILE\"\n")
+    (bin_dir / "python3").chmod(0o755)
+    record = tmp_path / "env.txt"
+    env = {**os.environ, "AGENTIC_VERL_DEVICE": "cpu", "MODEL_PATH": "/m", "RECORD_FILE": str(record),
+           "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("VERL_PLATFORM", None)
+    subprocess.run(["bash", str(REPO / "recipes/rag_r1/grpo.sh")], cwd=REPO, env=env, check=True, timeout=60)
+    exported = dict(line.split("=", 1) for line in record.read_text().splitlines() if "=" in line)
+    assert exported["VERL_PLATFORM"] == "cpu" and exported["RAY_AUTH_MODE"] == "disabled"
