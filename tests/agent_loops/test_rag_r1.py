@@ -5,6 +5,7 @@ and malformed output, and SmolLM2-135M through verl's AgentLoopWorker."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from agentic_verl.agent_loops.prompts import rag_r1_messages
 from agentic_verl.agent_loops.rag_r1 import INVALID_ACTION_OBSERVATION, RagR1Config, parse_action, split_queries
 from agentic_verl.rewards.qa import extract_answer, qa_em
 
+REPO = Path(__file__).resolve().parents[2]
 SAMPLING = {"temperature": 0.0, "top_p": 1.0, "top_k": -1, "repetition_penalty": 1.0, "logprobs": True}
 QUESTION = "Who wrote Hamlet"
 
@@ -343,3 +345,45 @@ def test_trajectory_dump_through_trace(qwen_dir, qwen_tokenizer, retrieval_serve
     assert [s["policy"] for s in record["response_segments"]] == [True, False, True]
     assert record["response_segments"][1]["text"] == observation_texts(out, tok)[0]
     assert [t["tool_calls"][0]["arguments"] for t in record["turns"][:1]] == [{"queries": ["paris"]}]
+
+
+@pytest.mark.parametrize("final_turn,reward", [
+    ("I am not sure.<|im_end|>", 0.0),  # only the retrieved page says <answer> Stratford </answer>
+    ("<answer> Stratford </answer>", 1.0),  # the policy says it
+])
+def test_verls_reward_manager_scores_only_the_policys_answer(final_turn, reward, qwen_dir, retrieval_server):
+    """AgentLoopWorker output -> verl's NaiveRewardManager with reward_fns/qa_em.py, as the trainer does."""
+    import asyncio
+    import importlib.util
+
+    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+    from verl.experimental.reward_loop.reward_manager.naive import NaiveRewardManager
+    from verl.protocol import DataProto
+
+    spec = importlib.util.spec_from_file_location("qa_em_entry", REPO / "reward_fns" / "qa_em.py")
+    entry = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(entry)
+
+    config = _rag_config(qwen_dir, retrieval_server.url, max_turns=1)
+    async def go():
+        worker = AgentLoopWorker(config, ScriptedServer(worker_tokenizer(config), [
+            "<search> quiz answer key </search>", final_turn]))
+        raw_prompt = np.empty(1, dtype=object)
+        raw_prompt[0] = rag_r1_messages("Where was Shakespeare born")
+        batch = DataProto.from_dict(non_tensors={
+            "raw_prompt": raw_prompt, "agent_name": np.array(["rag_r1"], dtype=object),
+            "data_source": np.array(["test"], dtype=object), "index": np.array([0]),
+            "reward_model": np.array([{"ground_truth": {"target": ["Stratford"]}}], dtype=object),
+            "extra_info": np.array([{}], dtype=object)})
+        result = await worker.generate_sequences(batch)
+        manager = NaiveRewardManager(config, worker.tokenizer, entry.compute_score)
+        return await manager.run_single(result)
+
+    scored = asyncio.run(go())
+    assert scored["reward_score"] == reward
+
+
+def worker_tokenizer(config):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(config.actor_rollout_ref.model.path)
