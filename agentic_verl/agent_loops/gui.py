@@ -20,6 +20,7 @@ not parse, e.g. `click(x=`), no_call (no click at all).
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from uuid import uuid4
@@ -108,9 +109,13 @@ class GuiGroundingAgentLoop(AgentLoopBase):
     def _pixel_bounds(self, cfg: GuiGroundingConfig) -> tuple[int, int]:
         """min/max pixels the processor resizes to: config, else the processor's own, else Qwen2.5-VL's."""
         image_processor = getattr(self.processor, "image_processor", None)
-        size = getattr(image_processor, "size", None) or {}
-        low = cfg.min_pixels or getattr(image_processor, "min_pixels", None) or size.get("shortest_edge")
-        high = cfg.max_pixels or getattr(image_processor, "max_pixels", None) or size.get("longest_edge")
+        size = getattr(image_processor, "size", None)  # newer processors: {"shortest_edge": min, "longest_edge": max}
+
+        def from_size(key):
+            return size.get(key) if isinstance(size, Mapping) else getattr(size, key, None)
+
+        low = cfg.min_pixels or getattr(image_processor, "min_pixels", None) or from_size("shortest_edge")
+        high = cfg.max_pixels or getattr(image_processor, "max_pixels", None) or from_size("longest_edge")
         return int(low or QWEN25VL_MIN_PIXELS), int(high or QWEN25VL_MAX_PIXELS)
 
     async def run(self, sampling_params: dict[str, Any], **kwargs) -> AgentLoopOutput:

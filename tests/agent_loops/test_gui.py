@@ -28,17 +28,23 @@ from agentic_verl.rewards.gui import gui_click_in_box, smart_resize
 
 SAMPLING = {"temperature": 0.0, "top_p": 1.0, "top_k": -1, "repetition_penalty": 1.0, "logprobs": True}
 MIN_PIXELS, MAX_PIXELS = 4 * 28 * 28, 1280 * 28 * 28
-SCREEN = (1000, 600)  # width, height of the original screenshot
-BOX = [480, 280, 560, 330]  # ground-truth element, original pixels
+VL_UTILS_MAX_PIXELS = 16384 * 28 * 28  # qwen_vl_utils' own bound when it resizes
+SCREEN = (1920, 1080)  # width, height of the original screenshot: above the processor's MAX_PIXELS
+BOX = [900, 500, 1000, 580]  # ground-truth element, original pixels
+TARGET = (960, 540)  # a point inside BOX
 
 
 class QwenVLProcessorStandIn:
     """The boundary: Qwen2.5-VL's processor (see the module docstring)."""
 
-    def __init__(self, tokenizer):
+    def __init__(self, tokenizer, size_dict: bool = False):
         self.tokenizer = tokenizer
-        self.image_processor = SimpleNamespace(patch_size=14, merge_size=2, min_pixels=MIN_PIXELS,
-                                               max_pixels=MAX_PIXELS)
+        if size_dict:  # newer transformers keep the bounds as size={"shortest_edge": min, "longest_edge": max}
+            self.image_processor = SimpleNamespace(patch_size=14, merge_size=2,
+                                                   size={"shortest_edge": MIN_PIXELS, "longest_edge": MAX_PIXELS})
+        else:
+            self.image_processor = SimpleNamespace(patch_size=14, merge_size=2, min_pixels=MIN_PIXELS,
+                                                   max_pixels=MAX_PIXELS)
         self.image_token = "<|image_pad|>"
         self.chat_template = tokenizer.chat_template
         self.calls = []
@@ -78,7 +84,8 @@ class DatasetStandIn(RLHFDataset):
             for item in message["content"] if isinstance(message["content"], list) else []:
                 if item.get("type") == "image":
                     image = item["image"]
-                    h, w = smart_resize(image.height, image.width, image_patch_size * 2, MIN_PIXELS, 16384 * 28 * 28)
+                    h, w = smart_resize(image.height, image.width, image_patch_size * 2, MIN_PIXELS,
+                                        VL_UTILS_MAX_PIXELS)
                     images.append(image.resize((w, h)))
         return images or None, None, None
 
@@ -92,11 +99,11 @@ def _messages(instruction="Click the OK button"):
                                          {"type": "text", "text": text[len("<image>"):]}]}]
 
 
-def _run(qwen_dir, tok, turns, response_length=64, **fields):
+def _run(qwen_dir, tok, turns, response_length=64, size_dict=False, **fields):
     overrides = [f"+actor_rollout_ref.rollout.custom.gui_grounding.{k}={v}" for k, v in fields.items()]
-    config = verl_config(qwen_dir, *overrides, response_length=response_length)
+    config = verl_config(qwen_dir, *overrides, prompt_length=2048, response_length=response_length)
     server = ScriptedServer(tok, turns)
-    processor = QwenVLProcessorStandIn(tok)
+    processor = QwenVLProcessorStandIn(tok, size_dict=size_dict)
 
     async def go():
         loop = build_loop("gui_grounding", config, server, tok, processor=processor, hf_model_type="qwen2_5_vl",
@@ -106,18 +113,23 @@ def _run(qwen_dir, tok, turns, response_length=64, **fields):
     return asyncio.run(go()), server, processor
 
 
-def test_click_is_mapped_back_to_the_original_screenshot(qwen_dir, qwen_tokenizer):
+@pytest.mark.parametrize("size_dict", [False, True], ids=["min_max_pixels", "size_dict"])
+def test_click_is_mapped_back_to_the_original_screenshot(size_dict, qwen_dir, qwen_tokenizer):
     tok = qwen_tokenizer
-    h_in, w_in = smart_resize(SCREEN[1], SCREEN[0], 28, MIN_PIXELS, MAX_PIXELS)  # (588, 1008)
-    x, y = 520 * w_in / SCREEN[0], 300 * h_in / SCREEN[1]  # the box's (520, 300) in the model's pixels
-    out, server, processor = _run(qwen_dir, tok, [f"pyautogui.click(x={x:.0f}, y={y:.0f})<|im_end|>"])
+    # the pipeline: qwen_vl_utils resizes (its bounds), then the processor resizes that (its bounds)
+    h_seen, w_seen = smart_resize(SCREEN[1], SCREEN[0], 28, MIN_PIXELS, VL_UTILS_MAX_PIXELS)
+    h_in, w_in = smart_resize(h_seen, w_seen, 28, MIN_PIXELS, MAX_PIXELS)
+    assert (h_in, w_in) != (h_seen, w_seen)  # so the processor's bounds matter in this test
+    x, y = TARGET[0] * w_in / SCREEN[0], TARGET[1] * h_in / SCREEN[1]  # TARGET in the model's pixels
+    out, server, processor = _run(qwen_dir, tok, [f"pyautogui.click(x={x:.0f}, y={y:.0f})<|im_end|>"],
+                                  size_dict=size_dict)
 
     # the prompt carries exactly the processor's image pad tokens for the resized screenshot
     assert out.prompt_ids.count(tok.convert_tokens_to_ids("<|image_pad|>")) == (h_in // 28) * (w_in // 28)
     assert "Click the OK button" in tok.decode(out.prompt_ids)
     # the server got the image with the prompt; the response is the policy's tokens, all mask 1
     [image] = server.calls[0]["image_data"]
-    assert image.size == (w_in, h_in)
+    assert image.size == (w_seen, h_seen)
     assert out.response_mask == [1] * len(out.response_ids) and out.response_ids == server.outputs[0].token_ids
     check_token_invariants(out, server, tok)
     assert out.multi_modal_data["images"] == [image]
@@ -125,7 +137,7 @@ def test_click_is_mapped_back_to_the_original_screenshot(qwen_dir, qwen_tokenize
     fields = out.extra_fields
     assert fields["image_size"] == list(SCREEN) and fields["input_size"] == [w_in, h_in]
     click = fields["gui_grounding"]["click_original"]
-    assert click == pytest.approx([520, 300], abs=1.0)
+    assert click == pytest.approx(list(TARGET), abs=2.0)
     assert fields["gui_grounding"]["failure"] is None
     # the reward path: verl merges extra fields into extra_info; the GUI reward maps the click the same way
     solution = tok.decode(out.response_ids, skip_special_tokens=True)
