@@ -60,7 +60,8 @@ cleanup() {
 trap cleanup EXIT
 progress() { # progress PREFIX KEY...: verl's console "step:N - k:v - ..." lines -> one short line per step
     awk -v prefix="$1" -v keys="${*:2}" 'BEGIN { n = split(keys, want, " ") }
-        /^step:[0-9]+ - / { line = prefix " step " substr($1, 6); split($0, parts, " - ")
+        match($0, /step:[0-9]+ - /) { rec = substr($0, RSTART); split(rec, parts, " - ")
+            line = prefix " step " substr(parts[1], 6)
             for (i in parts) { split(parts[i], kv, ":"); value[kv[1]] = kv[2] }
             for (j = 1; j <= n; j++) if (want[j] in value) line = line sprintf("  %s=%.4g", want[j], value[want[j]])
             print line; fflush(); delete value }'
