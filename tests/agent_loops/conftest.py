@@ -3,8 +3,9 @@
 - Model folders verl can load (`HFModelConfig` needs config.json + tokenizer): the real Qwen tokenizer with a
   tiny Qwen2 config (no weights needed: scripted servers), and SmolLM2-135M-Instruct (real weights).
 - Servers with verl's `server_manager.generate(...) -> TokenOutput` signature:
-  `EngineServer` wraps the project's CPU engine (`HFGenerationEngine`, a real transformers model; it ignores
-  `stop` strings, like any server without stop-string support), `ScriptedServer` replays token streams made
+  `EngineServer` wraps the project's CPU engine (`HFGenerationEngine`, a real transformers model; it drops
+  `stop` strings before the engine sees them, acting as a server without stop-string support, so the loops'
+  own cut on the token stream is what gets exercised), `ScriptedServer` replays token streams made
   from text for malformed cases; it can emulate a server that honours `stop` strings.
 - `verl_config(...)`: verl's own ppo_trainer.yaml composed with hydra; `build_loop(...)` instantiates a
   registered loop exactly as `AgentLoopWorker._run_agent_loop` does.
