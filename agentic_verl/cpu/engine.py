@@ -222,12 +222,12 @@ class HFGenerationEngine:
                 self._abort.clear()
                 try:
                     await asyncio.to_thread(self._run_batch, batch)
-                except BaseException as exc:  # answer every caller, keep the scheduler alive
+                except asyncio.CancelledError:  # the event loop is shutting down
+                    raise
+                except Exception as exc:  # answer every caller, keep the scheduler alive
                     logger.exception("HFGenerationEngine batch failed")
                     for request in batch:
                         request.loop.call_soon_threadsafe(_resolve, request, exc)
-                    if isinstance(exc, asyncio.CancelledError):
-                        raise
 
     def _output(self, request: _Request, finish_reason: str) -> GenerationOutput:
         return GenerationOutput(
