@@ -8,8 +8,6 @@ Works on any verl platform: the server runs on the platform's device (CPU, or th
 
 from __future__ import annotations
 
-import asyncio
-
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from verl.plugin.platform import get_platform
@@ -66,9 +64,6 @@ class HFReplica(RolloutReplica):
         self._server_handle = server
         # Not an HTTP endpoint (generation is token-in/token-out over Ray); a unique key for verl's router.
         self._server_address = f"ray://{options['name']}"
-
-    async def sleep(self) -> None:
-        await asyncio.gather(*[server.sleep.remote() for server in self.servers])
 
 
 def _load_hf_replica() -> type[RolloutReplica]:

@@ -123,7 +123,7 @@ class HFRolloutServer:
 
     # ------------------------------------------------------------------ weights
     async def begin_weight_update(self) -> None:
-        self._sync = {"start": time.perf_counter(), "names": set(), "bytes": 0, "ptrs": set()}
+        self._sync = {"start": time.perf_counter(), "names": set(), "bytes": 0}
 
     async def load_weights(self, named_tensors: list[tuple[str, torch.Tensor]]) -> int:
         if self._sync is None:
