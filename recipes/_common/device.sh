@@ -20,6 +20,7 @@ if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
     export RAY_USAGE_STATS_ENABLED=${RAY_USAGE_STATS_ENABLED:-0}
     export HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1} TRANSFORMERS_OFFLINE=${TRANSFORMERS_OFFLINE:-1}
     export TOKENIZERS_PARALLELISM=${TOKENIZERS_PARALLELISM:-false}
+    export VERL_FILE_LOGGER_ROOT=${VERL_FILE_LOGGER_ROOT:-outputs}   # verl's file logger: outputs/<project>/<run>.jsonl
     CPU_RAY_TMPDIR=${CPU_RAY_TMPDIR:-/tmp/ray_agentic_verl}   # short: Ray's socket paths must fit in 107 bytes
     CPU_TRAINER_RANKS=${CPU_TRAINER_RANKS:-1}                 # FSDP ranks (logical GPUs declared to Ray)
 
@@ -48,6 +49,11 @@ if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
         '+actor_rollout_ref.ref.optim=${actor_rollout_ref.actor.optim}'
         critic.strategy=fsdp2
         critic.fsdp.strategy=fsdp2
+        # FSDP computes in bf16 by default; in fp32 the trainer's log-probs match the fp32 rollout's (verl's
+        # training/rollout_probs_diff_* then measure weight sync, not bf16 rounding; CPUs run fp32 natively).
+        ++actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype=fp32
+        ++actor_rollout_ref.ref.fsdp_config.mixed_precision.param_dtype=fp32
+        ++critic.fsdp.mixed_precision.param_dtype=fp32
         # torch.compile of the entropy/log-prob kernels costs ~35 s of inductor C++ builds per process on CPU
         actor_rollout_ref.actor.use_torch_compile=False
         actor_rollout_ref.actor.fsdp_config.use_torch_compile=False
