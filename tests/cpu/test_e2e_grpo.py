@@ -18,12 +18,12 @@ AGENT_OVERRIDES = [
     "+actor_rollout_ref.rollout.custom.rag_r1.max_obs_length=64",
     f"reward.custom_reward_function.path={HERE / 'varied_reward.py'}",
 ]
-# verl's rollout-vs-trainer comparison when both hold the same weights (fp32 rollout vs the bf16-mixed-precision
-# FSDP actor). The tiny random model spreads its probability over 151k tokens, so absolute probability gaps are
-# ~1e-6 even when the weights differ; the correlation and k3-KL of the two log-prob sets tell them apart.
-SYNCED_DIFF_MAX = 1e-4  # seen ~5e-7
-SYNCED_MIN_CORR = 0.9  # seen 0.985-0.988 with sync; 0.19 at step 2 without
-SYNCED_MAX_K3_KL = 2e-3  # seen ~3e-4 with sync; 0.018 at step 2 without
+# verl's rollout-vs-trainer comparison when both hold the same weights (both fp32 on CPU, see device.sh). The tiny
+# random model spreads its probability over 151k tokens, so probabilities are ~1e-5 and gaps tiny either way; the
+# ratios below are what separates "synced" from "not synced" (seen: 1.6e-11 vs 3.2e-6).
+SYNCED_DIFF_MAX = 1e-9  # seen ~1.6e-11 with sync
+SYNCED_MIN_CORR = 0.999  # seen 1.0 with sync; 0.11 at step 2 without
+SYNCED_MAX_K3_KL = 1e-5  # seen 0.0 with sync; 0.015 at step 2 without
 
 
 def _engine_checksum(model_dir) -> str:
@@ -42,7 +42,7 @@ def rag_r1_data(tmp_path_factory):
     return write_rag_r1_data(tmp_path_factory.mktemp("rag_r1_data"))
 
 
-def test_grpo_two_steps_with_rag_r1_search_and_verified_weight_sync(tiny_model_dir, retrieval_server, rag_r1_data,
+def test_grpo_two_steps_with_rag_r1_and_verified_weight_sync(tiny_model_dir, retrieval_server, rag_r1_data,
                                                                     tmp_path):
     train, test = rag_r1_data
     run = run_recipe("rag_r1/grpo.sh", tmp_path, {
@@ -73,6 +73,8 @@ def test_grpo_two_steps_with_rag_r1_search_and_verified_weight_sync(tiny_model_d
     for m in run.metrics:
         assert "critic/score/mean" in m and "critic/rewards/mean" in m
         assert m["num_turns/min"] >= 2  # prompt + at least one generated turn
+    # The random tiny policy never writes a `<search>` tag, so the live retrieval server gets no query in this run
+    # (num_searches is 0 and no_call counts instead); the search path itself is covered by tests/agent_loops.
     validation = {k: v for k, v in run.metrics[-1].items() if k.startswith("val-")}
     assert any("/agent/failure/" in k for k in validation), sorted(validation)
     assert any("/agent/num_searches/" in k for k in validation), sorted(validation)
@@ -97,6 +99,6 @@ def test_ppo_with_critic_negative_control_without_weight_sync(tiny_model_dir, re
     assert first["training/rollout_actor_probs_pearson_corr"] > SYNCED_MIN_CORR
     assert first["rollout_corr/k3_kl"] < SYNCED_MAX_K3_KL
     # step 2: the actor moved, the rollout did not
-    assert second["training/rollout_probs_diff_max"] > 3 * first["training/rollout_probs_diff_max"]
+    assert second["training/rollout_probs_diff_max"] > max(100 * SYNCED_DIFF_MAX, 1000 * first["training/rollout_probs_diff_max"])
     assert second["training/rollout_actor_probs_pearson_corr"] < SYNCED_MIN_CORR
     assert second["rollout_corr/k3_kl"] > max(SYNCED_MAX_K3_KL, 10 * first["rollout_corr/k3_kl"])
