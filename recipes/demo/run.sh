@@ -25,13 +25,13 @@ EVAL_QUESTIONS=${EVAL_QUESTIONS:-24}          # held-out test questions per eval
 TOPK=${TOPK:-2}                               # passages per query (RAG-R1: 3; 2 keeps CPU sequences short)
 MAX_TURNS=${MAX_TURNS:-2}                     # searching turns (+1 final); toy questions need 1 or 2 searches
 MAX_TOKENS_PER_TURN=${MAX_TOKENS_PER_TURN:-48}
-SFT_STEPS=${SFT_STEPS:-10}
+SFT_STEPS=${SFT_STEPS:-8}
 SFT_BATCH_SIZE=${SFT_BATCH_SIZE:-8}
 SFT_LR=${SFT_LR:-1e-4}
-GRPO_STEPS=${GRPO_STEPS:-3}
+GRPO_STEPS=${GRPO_STEPS:-4}
 GRPO_BATCH_SIZE=${GRPO_BATCH_SIZE:-4}         # questions per step
 ROLLOUT_N=${ROLLOUT_N:-4}                     # samples per question (the GRPO group)
-GRPO_LR=${GRPO_LR:-5e-6}
+GRPO_LR=${GRPO_LR:-2e-5}
 MAX_RESPONSE_LENGTH=${MAX_RESPONSE_LENGTH:-512}
 PORT=${PORT:-}                                # retrieval server port (default: a free one)
 AGENTIC_VERL=${AGENTIC_VERL:-$ROOT/.venv/bin/agentic-verl}
@@ -41,7 +41,7 @@ export RAY_AUTH_MODE=disabled RAY_USAGE_STATS_ENABLED=0
 # torch threads per process. On a busy 2-core machine 2 OpenMP threads make a 135M decode step ~10-20x slower
 # than 1 (measured: 24 greedy tokens 44 s vs 2-4 s), and the trainer, rollout server and eval run one at a time.
 THREADS=${THREADS:-1}
-export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS
+export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS AGENTIC_VERL_ROLLOUT_THREADS=$THREADS
 export CPU_RAY_TMPDIR=${CPU_RAY_TMPDIR:-/tmp/ray_demo_$$}   # our own Ray session folder: cleanup touches only it
 
 mkdir -p "$OUT/logs" "$OUT/eval"
@@ -55,18 +55,19 @@ stage() { # stage N TITLE: print the previous stage's duration and the new stage
     printf '\n[demo %3dm%02ds] (%s/8) %s\n' $(((now - START) / 60)) $(((now - START) % 60)) "$1" "$2"
 }
 cleanup() {
-    [[ -n "$SERVER_PID" ]] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+    if [[ -n "$SERVER_PID" ]]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
     # Ray processes of this run only (their command lines name our session folder); verl normally stops them.
     local pids; pids=$(pgrep -f -- "$CPU_RAY_TMPDIR" || true)
-    [[ -n "$pids" ]] && kill $pids 2>/dev/null
-    return 0
+    if [[ -n "$pids" ]]; then kill $pids 2>/dev/null || true; fi
+    rm -rf "$CPU_RAY_TMPDIR"
 }
 trap cleanup EXIT
 progress() { # progress PREFIX KEY...: verl's console "step:N - k:v - ..." lines -> one short line per step
     awk -v prefix="$1" -v keys="${*:2}" 'BEGIN { n = split(keys, want, " ") }
         match($0, /step:[0-9]+ - /) { rec = substr($0, RSTART); split(rec, parts, " - ")
             line = prefix " step " substr(parts[1], 6)
-            for (i in parts) { split(parts[i], kv, ":"); value[kv[1]] = kv[2] }
+            for (i in parts) { split(parts[i], kv, ":"); v = kv[2]   # np.float64(5.0) -> 5.0
+                if (match(v, /\([^)]*\)/)) v = substr(v, RSTART + 1, RLENGTH - 2); value[kv[1]] = v }
             for (j = 1; j <= n; j++) if (want[j] in value) line = line sprintf("  %s=%.4g", want[j], value[want[j]])
             print line; fflush(); delete value }'
 }
