@@ -23,11 +23,8 @@ from omegaconf import OmegaConf
 
 
 class EngineServerManager:
-    """verl's `server_manager.generate(...)` over an `HFGenerationEngine` (token in, token out).
-
-    The engine has no stop strings; the loops cut at their stop tags themselves (`cut_at_stop`), so `stop` is
-    dropped here rather than warned about on every call.
-    """
+    """verl's `server_manager.generate(...)` over an `HFGenerationEngine` (token in, token out); sampling params,
+    stop strings included, go to the engine as they are."""
 
     def __init__(self, engine):
         self.engine = engine
@@ -37,9 +34,8 @@ class EngineServerManager:
                        image_data=None, video_data=None, **kwargs):
         from verl.workers.rollout.replica import TokenOutput
 
-        params = {k: v for k, v in dict(sampling_params).items() if k != "stop"}
         self.calls += 1
-        out = await self.engine.generate(list(prompt_ids), params, request_id=str(request_id))
+        out = await self.engine.generate(list(prompt_ids), dict(sampling_params), request_id=str(request_id))
         return TokenOutput(token_ids=list(out.token_ids), log_probs=out.log_probs, stop_reason=out.stop_reason,
                            num_preempted=0, extra_fields={"finish_reason": out.finish_reason})
 

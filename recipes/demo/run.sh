@@ -24,11 +24,11 @@ ENTITIES=${ENTITIES:-24}                      # people in the toy world (cities,
 EVAL_QUESTIONS=${EVAL_QUESTIONS:-24}          # held-out test questions per evaluation
 TOPK=${TOPK:-2}                               # passages per query (RAG-R1: 3; 2 keeps CPU sequences short)
 MAX_TURNS=${MAX_TURNS:-2}                     # searching turns (+1 final); toy questions need 1 or 2 searches
-MAX_TOKENS_PER_TURN=${MAX_TOKENS_PER_TURN:-48}
+MAX_TOKENS_PER_TURN=${MAX_TOKENS_PER_TURN:-80}   # gold turns are <= 64 tokens; generation stops at </search> / </answer>
 SFT_STEPS=${SFT_STEPS:-8}
 SFT_BATCH_SIZE=${SFT_BATCH_SIZE:-8}
 SFT_LR=${SFT_LR:-1e-4}
-GRPO_STEPS=${GRPO_STEPS:-4}
+GRPO_STEPS=${GRPO_STEPS:-3}
 GRPO_BATCH_SIZE=${GRPO_BATCH_SIZE:-4}         # questions per step
 ROLLOUT_N=${ROLLOUT_N:-4}                     # samples per question (the GRPO group)
 GRPO_LR=${GRPO_LR:-2e-5}
