@@ -49,12 +49,14 @@ def smollm2_hf_dir(dtype: str = "float32", force: bool = False) -> Path:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    out = cache_dir() / "models" / f"SmolLM2-135M-Instruct-{dtype}"
+    # "-v2": folders converted before the end-of-turn EOS fix below must not be reused
+    out = cache_dir() / "models" / f"SmolLM2-135M-Instruct-{dtype}-v2"
     if (out / "config.json").is_file() and (out / "model.safetensors").is_file() and not force:
         return out
     gguf = smollm2_gguf_path()
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=getattr(torch, dtype))
+    _use_end_of_turn_as_eos(tokenizer, model)
     tmp = out.with_name(out.name + f".tmp{os.getpid()}")  # atomic: concurrent callers never see half a folder
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)
@@ -63,6 +65,19 @@ def smollm2_hf_dir(dtype: str = "float32", force: bool = False) -> Path:
         shutil.rmtree(out)
     tmp.rename(out)
     return out
+
+
+def _use_end_of_turn_as_eos(tokenizer, model) -> None:
+    """The GGUF's tokenizer metadata names `<|im_start|>` as EOS, but the instruct model ends its turns with
+    `<|im_end|>` (as its generation config says); verl, the engine and the chat template read the tokenizer's."""
+    end_of_turn = "<|im_end|>"
+    end_id = tokenizer.convert_tokens_to_ids(end_of_turn)
+    if end_id is None or end_id == tokenizer.unk_token_id:
+        return
+    tokenizer.eos_token = end_of_turn
+    model.config.eos_token_id = end_id
+    if model.generation_config is not None:
+        model.generation_config.eos_token_id = end_id
 
 
 _TINY_ARCHES = {

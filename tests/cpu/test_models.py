@@ -40,3 +40,6 @@ def test_smollm2_converted_once_answers_sensibly():
     out = asyncio.run(engine.generate(prompt_ids, {"temperature": 0, "max_tokens": 24}))
     answer = engine.tokenizer.decode(out.token_ids, skip_special_tokens=True)
     assert "Paris" in answer, answer
+    # the GGUF names <|im_start|> as EOS; the converted folder must stop on the end-of-turn token instead
+    assert engine.tokenizer.eos_token == "<|im_end|>"
+    assert out.stop_reason == "completed" and out.token_ids[-1] == engine.tokenizer.eos_token_id
