@@ -9,6 +9,10 @@ Build options (`agentic-verl index build --backend bm25s -o k1=0.9 ...`):
   stopwords ("en" or "none"), stemmer ("english" or any PyStemmer language, or "none"),
   n_threads (search threads for large batches; default min(4, cpus)).
 
+Scoring runs in bm25s's numba kernels when numba is installed (a dependency of agentic_verl): ~30x the
+queries/s of its numpy path on 2 cores (12k vs 0.45k single queries/s on 100k passages), same scores.
+`AGENTIC_VERL_BM25S_SCORER=numpy` forces the numpy path. The kernels are compiled when an index is loaded.
+
 Building holds every passage's token ids in memory (4 bytes a token: ~0.3 KB a 100-word passage); the
 passages themselves are streamed to disk. For tens of millions of passages, `lucene` needs less memory.
 
@@ -30,6 +34,7 @@ from agentic_verl.retrieval.protocol import Passage
 _BM25_DIR = "bm25s"
 _TOKENIZER_DIR = "tokenizer"
 _MIN_BATCH_FOR_THREADS = 64  # below this a thread pool costs more than it saves
+SCORER_ENV = "AGENTIC_VERL_BM25S_SCORER"
 
 
 def _stemmer(language: str):
@@ -117,6 +122,7 @@ class BM25sBackend(RetrievalBackend):
         tokenizer.load_stopwords(str(index_dir / _TOKENIZER_DIR))
         tokenizer.load_vocab(str(index_dir / _TOKENIZER_DIR))
         retriever = bm25s.BM25.load(str(index_dir / _BM25_DIR), mmap=True, show_progress=False)
+        _select_scorer(retriever, os.environ.get(SCORER_ENV, "auto"))
         n_threads = meta.get("n_threads") or min(4, os.cpu_count() or 1)
         return cls(retriever, tokenizer, DocStore(index_dir), int(n_threads))
 
@@ -140,4 +146,22 @@ class BM25sBackend(RetrievalBackend):
 
     def close(self) -> None:
         self.docs.close()
+
+
+def _select_scorer(retriever, scorer: str) -> None:
+    """Switch a loaded retriever to bm25s's numba kernels (BM25.load always picks numpy) and compile them."""
+    if scorer not in ("auto", "numba", "numpy"):
+        raise ValueError(f"{SCORER_ENV} must be auto, numba or numpy, got {scorer!r}")
+    if scorer == "numpy":
+        return
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        if scorer == "numba":
+            raise ValueError(f"{SCORER_ENV}=numba but numba is not installed: pip install numba") from None
+        return
+    retriever.backend = "numba"
+    retriever.activate_numba_scorer()
+    # compile now (a few seconds), not inside the first request; n_threads=0 runs serially (thread-safe)
+    retriever.retrieve([[0]], k=1, show_progress=False, return_as="tuple", n_threads=0)
 
