@@ -44,7 +44,7 @@ def test_numba_and_numpy_scorers_agree(zipf_index, monkeypatch, batched):
     index_dir, queries = zipf_index
     fast = _search(index_dir, queries, "numba", monkeypatch, batched)
     slow = _search(index_dir, queries, "numpy", monkeypatch, batched)
-    for fast_passages, slow_passages in zip(fast, slow):
+    for fast_passages, slow_passages in zip(fast, slow, strict=True):
         # same scores in the same order; ids may swap only within ties (equal scores)
         assert [p.score for p in fast_passages] == pytest.approx([p.score for p in slow_passages], rel=1e-5)
         assert _by_score(fast_passages) == _by_score(slow_passages)
