@@ -12,6 +12,8 @@ export TRANSFORMERS_OFFLINE := 1
 export RAY_AUTH_MODE := disabled
 export RAY_USAGE_STATS_ENABLED := 0
 export TOKENIZERS_PARALLELISM := false
+# verl's dataset loader caches parquet files under HF_HOME (default ~/.cache): keep our runs' caches in /tmp.
+export HF_HOME ?= /tmp/agentic_verl_hf_home
 
 .PHONY: install test lint demo bench clean
 

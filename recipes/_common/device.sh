@@ -20,6 +20,7 @@ if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
     export RAY_USAGE_STATS_ENABLED=${RAY_USAGE_STATS_ENABLED:-0}
     export HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1} TRANSFORMERS_OFFLINE=${TRANSFORMERS_OFFLINE:-1}
     export TOKENIZERS_PARALLELISM=${TOKENIZERS_PARALLELISM:-false}
+    export HF_HOME=${HF_HOME:-/tmp/agentic_verl_hf_home}     # verl's dataset loader caches parquet here, not in ~/.cache
     export VERL_FILE_LOGGER_ROOT=${VERL_FILE_LOGGER_ROOT:-outputs}   # verl's file logger: outputs/<project>/<run>.jsonl
     CPU_RAY_TMPDIR=${CPU_RAY_TMPDIR:-/tmp/ray_agentic_verl}   # short: Ray's socket paths must fit in 107 bytes
     CPU_TRAINER_RANKS=${CPU_TRAINER_RANKS:-1}                 # FSDP ranks (logical GPUs declared to Ray)
