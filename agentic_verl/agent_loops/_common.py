@@ -9,6 +9,7 @@ cuts there, so a server that ignores stop strings gives the same trajectory as o
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -161,3 +162,41 @@ def merge_server_extra_fields(extra_fields: dict, output) -> None:
         extra_fields.update(fields)
     elif fields.get("max_global_steps"):
         extra_fields["max_global_steps"] = fields["max_global_steps"]
+
+
+def hit_length_limit(stop_reason: str | None, generated: Sequence[int], max_tokens: int, eos_ids: set[int]) -> bool:
+    """The turn ended on its token budget, not on EOS: the server says so, or it used every token without EOS."""
+    return stop_reason == "length" or (len(generated) >= max_tokens and (not generated or generated[-1] not in eos_ids))
+
+
+@dataclasses.dataclass
+class PolicyTurn:
+    token_ids: list[int]
+    text: str  # decoded without special tokens
+    latency_s: float
+    hit_limit: bool
+    server_fields: dict
+
+
+async def generate_single_turn(server_manager, tokenizer, *, request_id: str, prompt_ids: list[int],
+                               sampling_params: dict, max_tokens: int, eos_ids: set[int], traj: Trajectory, trace,
+                               **generate_kwargs) -> PolicyTurn:
+    """One generation of a single-turn loop (function_call, gui): kept as generated (mask 1) and traced."""
+    started = time.perf_counter()
+    output = await server_manager.generate(
+        request_id=request_id, prompt_ids=prompt_ids, sampling_params={**sampling_params, "max_tokens": max_tokens},
+        **generate_kwargs,
+    )
+    latency = time.perf_counter() - started
+    server_fields: dict[str, Any] = {}
+    merge_server_extra_fields(server_fields, output)
+    generated = list(output.token_ids)
+    traj.add_policy(generated, server_logprobs(output))
+    trace.add_turn(len(generated), 0, latency, stop_reason=output.stop_reason)
+    return PolicyTurn(
+        token_ids=generated,
+        text=tokenizer.decode(generated, skip_special_tokens=True),
+        latency_s=latency,
+        hit_limit=hit_length_limit(output.stop_reason, generated, max_tokens, eos_ids),
+        server_fields=server_fields,
+    )

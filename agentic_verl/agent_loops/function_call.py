@@ -21,7 +21,6 @@ The decoded calls and the verdict go to `extra_fields["function_call"]`.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from typing import Any
 from uuid import uuid4
@@ -31,10 +30,9 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutp
 from agentic_verl.agent_loops._common import (
     Trajectory,
     eos_token_ids,
-    merge_server_extra_fields,
+    generate_single_turn,
     pop_config_kwargs,
     resolve_config,
-    server_logprobs,
 )
 from agentic_verl.agent_loops.prompts import bfcl_system_prompt
 from agentic_verl.agent_loops.trace import TrajectoryTrace
@@ -120,22 +118,13 @@ class FunctionCallAgentLoop(AgentLoopBase):
         prompt_ids = await self.ct_build_initial_tokens(messages)
         traj = Trajectory(prompt_ids, self.response_length)
 
-        max_tokens = min(cfg.max_tokens, self.response_length)
-        started = time.perf_counter()
-        output = await self.server_manager.generate(
-            request_id=request_id, prompt_ids=prompt_ids, sampling_params={**sampling_params, "max_tokens": max_tokens}
+        turn = await generate_single_turn(
+            self.server_manager, self.tokenizer, request_id=request_id, prompt_ids=prompt_ids,
+            sampling_params=sampling_params, max_tokens=min(cfg.max_tokens, self.response_length),
+            eos_ids=self._eos_ids, traj=traj, trace=trace,
         )
-        latency = time.perf_counter() - started
-        server_fields: dict[str, Any] = {}
-        merge_server_extra_fields(server_fields, output)
-        generated = list(output.token_ids)
-        traj.add_policy(generated, server_logprobs(output))
-        trace.add_turn(len(generated), 0, latency, stop_reason=output.stop_reason)
-
-        text = self.tokenizer.decode(generated, skip_special_tokens=True)
-        hit_limit = output.stop_reason == "length" or (
-            len(generated) >= max_tokens and (not generated or generated[-1] not in self._eos_ids))
-        calls, failure = classify(text, hit_limit, language)
+        text, latency, server_fields = turn.text, turn.latency_s, turn.server_fields
+        calls, failure = classify(text, turn.hit_limit, language)
         if failure:
             trace.record_failure(failure)
         result = AgentLoopOutput(

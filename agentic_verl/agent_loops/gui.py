@@ -19,7 +19,6 @@ not parse, e.g. `click(x=`), no_call (no click at all).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -30,10 +29,9 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutp
 from agentic_verl.agent_loops._common import (
     Trajectory,
     eos_token_ids,
-    merge_server_extra_fields,
+    generate_single_turn,
     pop_config_kwargs,
     resolve_config,
-    server_logprobs,
 )
 from agentic_verl.agent_loops.trace import TrajectoryTrace
 from agentic_verl.rewards.gui import QWEN25VL_MAX_PIXELS, QWEN25VL_MIN_PIXELS, parse_click, smart_resize
@@ -147,23 +145,13 @@ class GuiGroundingAgentLoop(AgentLoopBase):
             original = input_size
 
         traj = Trajectory(prompt_ids, self.response_length)
-        max_tokens = min(cfg.max_tokens, self.response_length)
-        started = time.perf_counter()
-        output = await self.server_manager.generate(
-            request_id=request_id, prompt_ids=prompt_ids, sampling_params={**sampling_params, "max_tokens": max_tokens},
-            image_data=images, mm_processor_kwargs=mm_processor_kwargs,
+        turn = await generate_single_turn(
+            self.server_manager, self.tokenizer, request_id=request_id, prompt_ids=prompt_ids,
+            sampling_params=sampling_params, max_tokens=min(cfg.max_tokens, self.response_length),
+            eos_ids=self._eos_ids, traj=traj, trace=trace, image_data=images, mm_processor_kwargs=mm_processor_kwargs,
         )
-        latency = time.perf_counter() - started
-        server_fields: dict[str, Any] = {}
-        merge_server_extra_fields(server_fields, output)
-        generated = list(output.token_ids)
-        traj.add_policy(generated, server_logprobs(output))
-        trace.add_turn(len(generated), 0, latency, stop_reason=output.stop_reason)
-
-        text = self.tokenizer.decode(generated, skip_special_tokens=True)
-        hit_limit = output.stop_reason == "length" or (
-            len(generated) >= max_tokens and (not generated or generated[-1] not in self._eos_ids))
-        click, failure = classify_click(text, hit_limit)
+        text, latency, server_fields = turn.text, turn.latency_s, turn.server_fields
+        click, failure = classify_click(text, turn.hit_limit)
         if failure:
             trace.record_failure(failure)
         click_original = None

@@ -47,6 +47,7 @@ from agentic_verl.agent_loops._common import (
     Trajectory,
     cut_at_stop,
     eos_token_ids,
+    hit_length_limit,
     merge_server_extra_fields,
     pop_config_kwargs,
     resolve_config,
@@ -233,10 +234,7 @@ class RagR1AgentLoop(AgentLoopBase):
             turn = trace.add_turn(n, 0, latency, stop_reason=stop or output.stop_reason)
             text = self.tokenizer.decode(generated[:n], skip_special_tokens=True)
             action, content = parse_action(text)
-            hit_limit = stop is None and (
-                output.stop_reason == "length"
-                or (len(generated) >= max_tokens and (not generated or generated[-1] not in self._eos_ids))
-            )
+            hit_limit = stop is None and hit_length_limit(output.stop_reason, generated, max_tokens, self._eos_ids)
 
             if action == "answer":
                 answer = content
