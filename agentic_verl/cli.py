@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "agentic_verl.commands.view",
     "agentic_verl.commands.eval",
     "agentic_verl.commands.cpu_model",
+    "agentic_verl.commands.cpu_cleanup",
 )
 
 

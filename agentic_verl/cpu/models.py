@@ -101,7 +101,9 @@ def make_tiny_model(out: str | os.PathLike, arch: str = "qwen2", hidden_size: in
     config_name, extra = _TINY_ARCHES[arch]
     config = getattr(transformers, config_name)(
         vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=2 * hidden_size,
-        num_hidden_layers=num_layers, num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
+        # head size 32: the smallest vLLM's CPU attention supports (hidden 64 / 2 heads); 1 KV head keeps it GQA
+        num_hidden_layers=num_layers, num_attention_heads=hidden_size // 32, num_key_value_heads=1,
+        max_position_embeddings=2048,
         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id, **extra,
     )

@@ -144,7 +144,12 @@ class PlatformCPU(PlatformBase):
         return []
 
     def is_ipc_supported(self) -> bool:
-        return False
+        return False  # verl then moves weights to vLLM through shared memory over ZMQ instead of CUDA IPC
+
+    def rollout_env_vars(self) -> dict[str, str]:
+        # verl sets these in its vLLM server actors. On CPU vLLM sizes its KV cache from VLLM_CPU_KVCACHE_SPACE
+        # (GiB of host RAM); 1 GiB holds toy-sized runs and keeps several engines within a 24 GiB machine.
+        return {"VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
 
     def cudart(self) -> Any:
         return None

