@@ -25,7 +25,6 @@ class Component:
 COMPONENTS: tuple[Component, ...] = (
     Component("reward_manager", "agentic_trace", "agentic_verl.agent_loops.trace_reward"),
     Component("platform", "cpu", "agentic_verl.cpu.platform"),
-    Component("rollout", "hf", "agentic_verl.cpu.replica"),
     Component("agent_loop", "rag_r1", "agentic_verl.agent_loops.rag_r1"),
     Component("agent_loop", "function_call", "agentic_verl.agent_loops.function_call"),
     Component("agent_loop", "tool_agent_traced", "agentic_verl.agent_loops.tool_agent_traced"),

@@ -1,8 +1,7 @@
 """The places in verl 0.9.1 that no public registry or hook reaches, adapted here and nowhere else.
 
-(1) and (3) are applied only in processes that run with VERL_PLATFORM=cpu (`platform.py`); (2) wherever the
-`hf` rollout backend is registered (`replica.py`, any device). All are idempotent and leave verl's files
-untouched. Remove each one when verl grows the hook named in its comment.
+Both are applied only in processes that run with VERL_PLATFORM=cpu (`platform.py`); both are idempotent and
+leave verl's files untouched. Remove each one when verl grows the hook named in its comment.
 
 1. The process-group backend string. `verl.utils.distributed.initialize_global_process_group[_ray]`
    build `f"cpu:gloo,{device}:{backend}"`; on the CPU platform that is "cpu:gloo,cpu:gloo", which
@@ -13,14 +12,7 @@ untouched. Remove each one when verl grows the hook named in its comment.
    `verl.workers.engine_workers` -- verl imports our plugin (`import verl`) before either, so the
    wrapped versions are the ones bound.
 
-2. The in-worker rollout class. The trainer worker builds its rollout adapter with
-   `verl.workers.rollout.base.get_rollout_class(name, mode)`, which reads a module-private dict
-   `_ROLLOUT_REGISTRY` keyed by (name, mode); verl has no function to add to it (the replica side has
-   the public `RolloutReplicaRegistry`). `ActorRolloutRefWorker` is hard-wired in the trainer, so the
-   call cannot be avoided either. We add one entry, ("hf", "async") -> our adapter's dotted path, and
-   refuse to overwrite an entry someone else put there.
-
-3. The critic's value-head model. `verl.utils.model.load_valuehead_model` (used by the FSDP engine for
+2. The critic's value-head model. `verl.utils.model.load_valuehead_model` (used by the FSDP engine for
    `model_type="value_model"`, i.e. PPO's GAE critic) passes `attn_implementation="flash_attention_2"`
    literally, ignoring `critic.model.override_config.attn_implementation`; flash-attn does not exist on CPU,
    so the critic cannot be built. On the CPU platform, and only while flash-attn is not installed, we load
@@ -34,9 +26,6 @@ from __future__ import annotations
 import functools
 import os
 from datetime import timedelta
-
-HF_ROLLOUT_NAME = "hf"
-HF_ADAPTER_PATH = "agentic_verl.cpu.adapter.HFServerAdapter"
 
 
 def _cpu_device() -> bool:
@@ -78,20 +67,8 @@ def use_plain_gloo_on_cpu() -> None:
     verl_distributed.initialize_global_process_group = initialize_global_process_group
 
 
-def register_rollout_adapter() -> None:
-    """Workaround 2 (see the module docstring)."""
-    from verl.workers.rollout import base as rollout_base
-
-    key = (HF_ROLLOUT_NAME, "async")
-    current = rollout_base._ROLLOUT_REGISTRY.get(key)
-    if current is not None and current != HF_ADAPTER_PATH:
-        raise RuntimeError(f"verl's rollout registry already maps {key} to {current}")
-    rollout_base._ROLLOUT_REGISTRY[key] = HF_ADAPTER_PATH
-
-
-
 def use_configured_attention_for_value_models_on_cpu() -> None:
-    """Workaround 3 (see the module docstring)."""
+    """Workaround 2 (see the module docstring)."""
     import verl.utils.model as verl_model
 
     original = verl_model.load_valuehead_model

