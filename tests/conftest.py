@@ -30,5 +30,5 @@ def pytest_collection_modifyitems(config, items):
         return
     skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU")
     for item in items:
-        if "gpu" in item.keywords:
+        if item.get_closest_marker("gpu"):  # not `"gpu" in item.keywords`: that also matches tests/gpu/ itself
             item.add_marker(skip_gpu)

