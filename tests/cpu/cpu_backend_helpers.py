@@ -55,8 +55,13 @@ def run_recipe(recipe: str, work: Path, env: dict[str, str], overrides: list[str
     The run is its own process group: past `timeout_s` (a failed weight receiver hangs verl's sender forever) the
     whole group is killed. Afterwards `leftovers` lists what the recipe left behind (its exit trap should leave
     nothing): processes naming its Ray folder and orphaned /dev/shm segments; they are then removed anyway."""
-    from agentic_verl.cpu.cleanup import (cleanup_after_run, mapped_segments, processes_mentioning, shm_segments,
-                                          write_snapshot)
+    from agentic_verl.cpu.cleanup import (
+        cleanup_after_run,
+        mapped_segments,
+        processes_mentioning,
+        shm_segments,
+        write_snapshot,
+    )
 
     work.mkdir(parents=True, exist_ok=True)
     ray_dir = tempfile.mkdtemp(prefix="avray", dir="/tmp")  # Ray's socket paths must fit in 107 bytes
