@@ -213,7 +213,9 @@ def run_engine(name: str, model: Path, settings, warmup_prompt: list[int]) -> di
     started = time.perf_counter()
     with open_engine(name, model, dtype="float32", max_batch_size=settings.batch_size, seed=settings.seed) as engine:
         startup = time.perf_counter() - started
-        asyncio.run(engine.generate(warmup_prompt, {"temperature": 0, "max_tokens": 4}, request_id="warmup"))
+        # at the batch's temperature: vLLM's CPU sampler torch.compiles its random sampling on first use
+        asyncio.run(engine.generate(warmup_prompt, {"temperature": settings.temperature, "max_tokens": 4},
+                                    request_id="warmup"))
         counting = CountingEngine(engine)
         started = time.perf_counter()
         result = evaluate(settings, engine=counting)
