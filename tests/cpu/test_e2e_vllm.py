@@ -155,8 +155,9 @@ def test_grpo_through_verls_vllm_rollout_on_cpu(smollm2_dir, retrieval_server, f
     # Rollout and trainer agree at both steps; step 2 generated after a sleep/wake cycle, so wake served the sync.
     for m in run.metrics:
         assert weights_in_sync(m), {k: v for k, v in m.items() if "rollout_probs" in k or "k3" in k}
-        assert m["actor/grad_norm"] > 0
-        assert "critic/score/mean" in m
+        # qa_em's 0/1 exact match over 2 questions x 4 samples (a step whose groups all agree has zero advantages
+        # and a zero gradient; AdamW's weight decay still moves the weights, so the sync checks above hold)
+        assert round(m["critic/score/mean"] * 8) == m["critic/score/mean"] * 8
 
     # The policy searched: queries reached the live server, and the token layout is what verl trains on.
     assert httpx.get(retrieval_server.url + "/metrics", timeout=10).json()["requests"]["total"] > queries_before
