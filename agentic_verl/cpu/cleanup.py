@@ -57,16 +57,21 @@ def remove_orphaned_segments(before: set[str]) -> list[str]:
 
 
 def processes_mentioning(text: str) -> list[int]:
-    """PIDs (other than ours) whose command line contains `text` (Ray's processes name their session folder)."""
-    pids = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        pid = int(cmdline.parent.name)
+    """PIDs (other than ours) whose command line contains `text`, or that hold a file open under it: Ray's
+    processes name their session folder on the command line, but the ones that rename themselves
+    (`ray::DashboardAgent`, ...) only keep their log files there open."""
+    pids, folder = [], text.rstrip("/") + "/"
+    for proc in Path("/proc").glob("[0-9]*"):
+        pid = int(proc.name)
         if pid == os.getpid():
             continue
         try:
-            if text in cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+            if text in (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
                 pids.append(pid)
-        except OSError:
+                continue
+            if any(os.readlink(fd).startswith(folder) for fd in (proc / "fd").iterdir()):
+                pids.append(pid)
+        except OSError:  # the process ended, or is not ours to read
             continue
     return pids
 
