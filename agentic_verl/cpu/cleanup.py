@@ -57,7 +57,7 @@ def remove_orphaned_segments(before: set[str]) -> list[str]:
 
 
 def processes_mentioning(text: str) -> list[int]:
-    """PIDs (other than ours) whose command line contains `text`, or that hold a file open under it: Ray's
+    """PIDs (other than ours) whose command line names the folder `text`, or that hold a file open in it: Ray's
     processes name their session folder on the command line, but the ones that rename themselves
     (`ray::DashboardAgent`, ...) only keep their log files there open."""
     pids, folder = [], text.rstrip("/") + "/"
@@ -66,7 +66,8 @@ def processes_mentioning(text: str) -> list[int]:
         if pid == os.getpid():
             continue
         try:
-            if text in (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+            args = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+            if any(_names_path(arg, folder) for arg in args):
                 pids.append(pid)
                 continue
             if any(os.readlink(fd).startswith(folder) for fd in (proc / "fd").iterdir()):
@@ -74,6 +75,12 @@ def processes_mentioning(text: str) -> list[int]:
         except OSError:  # the process ended, or is not ours to read
             continue
     return pids
+
+
+def _names_path(arg: str, folder: str) -> bool:
+    """`arg` is the folder or a path inside it, alone or as a `--flag=value` (so `/tmp/x_other` is not `/tmp/x`)."""
+    value = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg
+    return value == folder.rstrip("/") or value.startswith(folder)
 
 
 def stop_processes(pids: list[int], grace_s: float = 10.0) -> list[int]:
