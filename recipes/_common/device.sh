@@ -97,6 +97,9 @@ if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
         trainer.device=cpu
         trainer.n_gpus_per_node="$CPU_TRAINER_RANKS"
         engine.strategy=fsdp2
+        # bf16 (verl's default compute dtype) has no fast CPU GEMM without AVX512-BF16: torch falls back to its
+        # naive kernel (a SmolLM2 SFT step went from seconds to over 15 minutes on this machine's AVX2 CPU)
+        ++engine.mixed_precision.param_dtype=fp32
         +model.override_config.attn_implementation=sdpa
         data.num_workers=0
         data.use_dynamic_bsz=False
