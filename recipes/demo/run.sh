@@ -11,8 +11,8 @@
 #   8 eval AFTER RL; the table; an HTML report of every evaluated trajectory (agentic-verl view)
 #
 # Hardware: 2 CPU cores, ~8 GB RAM; no GPU, no network. Everything goes to $OUT (outputs/demo, gitignored) and /tmp.
-# Runtime:  16 min 18 s measured with the previous (transformers) rollout on a faster 2-core CPU; on an AVX2-only
-#           2-core CPU the SFT stage alone takes ~15 min at THREADS=1 (README "Demo").
+# Runtime:  38 min 08 s measured on an idle AVX2-only 2-core CPU with verl's vLLM rollout (16 min 18 s earlier with
+#           the since-removed transformers rollout on a faster CPU); the measured table is in README "Demo".
 # Target:   EM after RL > after SFT > before (the base model has never seen this world and cannot use the tags).
 # Knobs are environment variables (below); e.g. SFT_STEPS=20 GRPO_STEPS=5 make demo.
 set -euo pipefail
