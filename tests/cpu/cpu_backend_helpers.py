@@ -17,6 +17,19 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 
+# Two worked examples of the protocol before the question make SmolLM2-135M-Instruct search and then answer
+# (transformers, temperature 1: "<search> Japan </search>" ... "<answer> Tokyo </answer>", sometimes a wrong
+# query or answer); without them it never searches. Mixed outcomes within a group give GRPO non-zero advantages
+# under the plain exact-match reward, so the actor moves every step.
+FEW_SHOT = [
+    {"role": "user", "content": "Who painted the Mona Lisa?"},
+    {"role": "assistant", "content": "<search> Mona Lisa </search>\n<information>\nDoc 1: Mona Lisa\nThe Mona Lisa "
+                                     "is a portrait painted by Leonardo da Vinci.\n</information>\n"
+                                     "<answer> Leonardo da Vinci </answer>"},
+    {"role": "user", "content": "Where is the Eiffel Tower?"},
+    {"role": "assistant", "content": "<search> Eiffel Tower </search>\n<information>\nDoc 1: Eiffel Tower\nThe Eiffel "
+                                     "Tower is a wrought-iron tower in Paris.\n</information>\n<answer> Paris </answer>"},
+]
 # The tiny random model learns visibly at this rate; both the synced run and the negative control use it.
 ACTOR_LR = "5e-3"
 
@@ -47,6 +60,21 @@ def write_rag_r1_data(out_dir: Path, n: int = 4) -> tuple[Path, Path]:
     train = write_parquet(to_rows(records, "train", "toy_qa", mode="sq"), out_dir / "train.parquet")
     test = write_parquet(to_rows(records[:2], "test", "toy_qa", mode="sq"), out_dir / "test.parquet")
     return train, test
+
+
+def run_in_own_process_group(command: list[str], env: dict[str, str], log_path: Path, timeout_s: int) -> int:
+    """Run `command` from the repository root as its own process group, output to `log_path`; past `timeout_s`
+    (a failed weight receiver hangs verl's sender forever) the whole group is killed. Returns the exit code."""
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            return proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            returncode = proc.wait()
+            log.write(f"\n[test harness] killed after {timeout_s} s\n")
+            return returncode
 
 
 def run_recipe(recipe: str, work: Path, env: dict[str, str], overrides: list[str], timeout_s: int = 900) -> RecipeRun:
@@ -89,15 +117,8 @@ def run_recipe(recipe: str, work: Path, env: dict[str, str], overrides: list[str
     ]
     start = time.monotonic()
     log_path = work / "run.log"
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(["bash", str(REPO / "recipes" / recipe), *common, *overrides], cwd=REPO,
-                                env=full_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            returncode = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            returncode = proc.wait()
-            log.write(f"\n[test harness] killed after {timeout_s} s\n")
+    returncode = run_in_own_process_group(["bash", str(REPO / "recipes" / recipe), *common, *overrides], full_env,
+                                          log_path, timeout_s)
     seconds = time.monotonic() - start
     before = set(shm_snapshot.read_text().split())
     leftovers = [f"process {pid}" for pid in processes_mentioning(ray_dir)]

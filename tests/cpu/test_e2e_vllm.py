@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from cpu_backend_helpers import HERE, RecipeRun, run_recipe
+from cpu_backend_helpers import FEW_SHOT, HERE, RecipeRun, run_recipe
 
 pytestmark = pytest.mark.slow
 
@@ -24,19 +24,6 @@ QUESTIONS = [
     {"id": "q2", "question": "In which city was Mozart born?", "golden_answers": ["Salzburg"]},
     {"id": "q3", "question": "Who developed the theory of relativity?", "golden_answers": ["Albert Einstein"]},
     {"id": "q4", "question": "Who wrote Hamlet?", "golden_answers": ["William Shakespeare"]},
-]
-# Two worked examples of the protocol before the question make SmolLM2-135M-Instruct search and then answer
-# (transformers, temperature 1: "<search> Japan </search>" ... "<answer> Tokyo </answer>", sometimes a wrong
-# query or answer); without them it never searches. Mixed outcomes within a group give GRPO non-zero advantages
-# under the plain exact-match reward, so the actor moves every step.
-FEW_SHOT = [
-    {"role": "user", "content": "Who painted the Mona Lisa?"},
-    {"role": "assistant", "content": "<search> Mona Lisa </search>\n<information>\nDoc 1: Mona Lisa\nThe Mona Lisa "
-                                     "is a portrait painted by Leonardo da Vinci.\n</information>\n"
-                                     "<answer> Leonardo da Vinci </answer>"},
-    {"role": "user", "content": "Where is the Eiffel Tower?"},
-    {"role": "assistant", "content": "<search> Eiffel Tower </search>\n<information>\nDoc 1: Eiffel Tower\nThe Eiffel "
-                                     "Tower is a wrought-iron tower in Paris.\n</information>\n<answer> Paris </answer>"},
 ]
 RUN = {"TRAIN_BATCH_SIZE": "2", "PPO_MINI_BATCH_SIZE": "2", "MICRO_BATCH_SIZE": "4", "ROLLOUT_N": "4",
        "MAX_PROMPT_LENGTH": "512", "MAX_RESPONSE_LENGTH": "160", "MAX_TURNS": "1", "RAG_MODE": "sq",

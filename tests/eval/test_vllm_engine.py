@@ -13,6 +13,7 @@ import importlib.util
 import json
 
 import pytest
+from cpu.cpu_backend_helpers import FEW_SHOT  # the prompt that makes SmolLM2 search (tests/ is on sys.path)
 
 from agentic_verl.agent_loops._common import cut_at_stop
 from agentic_verl.agent_loops.rag_r1 import STOP_TAGS
@@ -23,15 +24,6 @@ pytestmark = [pytest.mark.slow,
 psutil = pytest.importorskip("psutil")  # a dependency of vLLM
 
 # Two worked examples make SmolLM2-135M-Instruct open its (greedy) answer with `<search> X </search>`.
-FEW_SHOT = [
-    {"role": "user", "content": "Who painted the Mona Lisa?"},
-    {"role": "assistant", "content": "<search> Mona Lisa </search>\n<information>\nDoc 1: Mona Lisa\nThe Mona Lisa "
-                                     "is a portrait painted by Leonardo da Vinci.\n</information>\n"
-                                     "<answer> Leonardo da Vinci </answer>"},
-    {"role": "user", "content": "Where is the Eiffel Tower?"},
-    {"role": "assistant", "content": "<search> Eiffel Tower </search>\n<information>\nDoc 1: Eiffel Tower\nThe Eiffel "
-                                     "Tower is a wrought-iron tower in Paris.\n</information>\n<answer> Paris </answer>"},
-]
 QUESTIONS = ["What is the capital of Japan?", "In which city was Mozart born?", "Who wrote Hamlet?"]
 GREEDY = {"temperature": 0, "top_p": 1.0, "top_k": -1, "repetition_penalty": 1.0, "max_tokens": 24, "logprobs": True}
 

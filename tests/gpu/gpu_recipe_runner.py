@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from cpu.cpu_backend_helpers import run_in_own_process_group  # tests/ is on sys.path
 
 REPO = Path(__file__).resolve().parents[2]
 # Test-only reward (exact match + a deterministic spread): a random tiny policy still gets different rewards
@@ -137,15 +138,8 @@ def run_recipe_on_gpu(recipe: str, work: Path, env: dict[str, str], overrides: l
     metrics_path, log_path = work / "metrics.jsonl", work / "run.log"
     ray_dir = next((o.split("=", 1)[1] for o in overrides if o.startswith("+ray_kwargs.ray_init._temp_dir=")), None)
     start = time.monotonic()
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(["bash", str(REPO / "recipes" / recipe), *overrides], cwd=REPO,
-                                env=gpu_env(work, env), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            returncode = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            returncode = proc.wait()
-            log.write(f"\n[test harness] killed after {timeout_s} s\n")
+    returncode = run_in_own_process_group(["bash", str(REPO / "recipes" / recipe), *overrides], gpu_env(work, env),
+                                          log_path, timeout_s)
     seconds = time.monotonic() - start
     if ray_dir:
         cleanup_after_run(ray_dir=ray_dir)
