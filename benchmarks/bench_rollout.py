@@ -207,7 +207,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def run_engine(name: str, model: Path, settings, warmup_prompt: list[int]) -> dict:
-    from agentic_verl.eval.loop_runner import open_engine
+    from agentic_verl.generation import open_engine
     from agentic_verl.eval.search_eval import evaluate
 
     started = time.perf_counter()
@@ -235,7 +235,7 @@ def engines_main(args) -> int:
     from agentic_verl.cpu.models import smollm2_hf_dir
     from agentic_verl.data.qa_formats import load_questions
     from agentic_verl.data.toy_world import build_world, write_world
-    from agentic_verl.eval.loop_runner import ENGINES
+    from agentic_verl.generation import ENGINES
     from agentic_verl.eval.search_eval import EvalSettings
     from agentic_verl.retrieval.index import build_index
     from agentic_verl.retrieval.server import ServerProcess

@@ -19,6 +19,10 @@ def register(subparsers) -> None:
     p.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE", help="a backend option")
     p.add_argument("--faiss-index", choices=("flat", "hnsw", "ivf"),
                    help="dense / hybrid: faiss index type; hnsw or ivf for large corpora (same as -o faiss_index=...)")
+    p.add_argument("--convention", metavar="NAME",
+                   help="dense / hybrid: query/passage text convention of the model: auto (default: e5 / bge from "
+                   "the model name, else none), none, e5 ('query: '/'passage: '), bge (RAG-R1's query instruction); "
+                   "stored in index_meta.json and applied to queries at load (same as -o convention=...)")
     p.add_argument("--overwrite", action="store_true", help="replace a non-empty --out folder")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--list-options", action="store_true", help="print the backend's options and exit")
@@ -65,8 +69,13 @@ def _build(args) -> int:
     if not args.corpus or not args.out:
         raise ValueError("index build needs --corpus and --out")
     options = parse_options(args.option)
+    dense_key = "dense.{}" if args.backend == "hybrid" else "{}"  # hybrid passes dense.<option> to its dense index
     if args.faiss_index:
-        options["dense.faiss_index" if args.backend == "hybrid" else "faiss_index"] = args.faiss_index
+        options[dense_key.format("faiss_index")] = args.faiss_index
+    if args.convention:
+        options[dense_key.format("convention")] = args.convention
+    if args.backend in ("dense", "hybrid"):
+        _announce_convention(lambda key: options.get(dense_key.format(key)))
     try:
         meta = build_index(args.corpus, args.out, args.backend, overwrite=args.overwrite,
                            show_progress=not args.no_progress, **options)
@@ -75,6 +84,18 @@ def _build(args) -> int:
     print(json.dumps(meta, indent=2))
     print(f"index: {meta['passages']} passages ({meta['backend']}) in {args.out}, {meta['build_seconds']} s")
     return 0
+
+
+def _announce_convention(option) -> None:
+    """Say which text convention the dense encoder will use before encoding starts (an unknown name fails here).
+    `option(key)` is the dense option `key` as given, or None."""
+    from agentic_verl.retrieval.backends.dense import DEFAULT_MODEL, resolve_convention
+
+    model, requested = option("model") or DEFAULT_MODEL, option("convention") or "auto"
+    chosen = resolve_convention(model, requested, option("query_prefix"), option("passage_prefix"))
+    how = f"auto, from the model name {model!r}" if requested == "auto" else "as requested"
+    print(f"convention: {chosen.name} ({how}): query prefix {chosen.query_prefix!r}, "
+          f"passage prefix {chosen.passage_prefix!r}")
 
 
 def _info(args) -> int:

@@ -2,7 +2,7 @@
 FSDP engine registrations for device "cpu" (platform.py), a vLLM general plugin for vLLM's CPU backend
 (vllm_plugin.py), cleanup of a run's processes and shared memory (cleanup.py), the verl workarounds no hook
 reaches (_verl_workarounds.py), model folders for CPU runs (models.py) and in-process transformers generation
-(engine.py).
+.
 
 Importing this package imports nothing from verl or torch; agentic_verl.plugin imports the modules
 that register components.

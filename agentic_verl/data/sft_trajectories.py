@@ -28,26 +28,6 @@ from pathlib import Path
 _SENTENCE_RE = re.compile(r"[^.]*\.")
 
 
-class ScriptedServerManager:
-    """Answers the loop's `generate` calls with pre-written turns (token ids), in order."""
-
-    def __init__(self, tokenizer, turns: list[str], eos_token_id: int | None):
-        self.tokenizer, self.turns, self.eos_token_id = tokenizer, list(turns), eos_token_id
-        self.prompts: list[list[int]] = []
-
-    async def generate(self, request_id, *, prompt_ids, sampling_params, **kwargs):
-        from verl.workers.rollout.replica import TokenOutput
-
-        if len(self.prompts) >= len(self.turns):
-            raise RuntimeError(f"the loop asked for turn {len(self.prompts) + 1} of a {len(self.turns)}-turn script")
-        text = self.turns[len(self.prompts)]
-        self.prompts.append(list(prompt_ids))
-        ids = self.tokenizer.encode(text, add_special_tokens=False)
-        if len(self.prompts) == len(self.turns) and self.eos_token_id is not None:
-            ids.append(self.eos_token_id)  # a policy stops with EOS; the loop cuts after </answer> anyway
-        return TokenOutput(token_ids=ids, log_probs=None, stop_reason="completed")
-
-
 def _sentence_with(text: str, needle: str) -> str:
     for sentence in _SENTENCE_RE.findall(text):
         if needle in sentence:
@@ -85,7 +65,12 @@ async def build_trajectories(rows: list[dict], questions: list[dict], corpus: di
                              hf_model_type: str | None = None, concurrency: int = 8) -> tuple[list[dict], dict]:
     """SFT rows (input_ids, loss_mask, ...) for `rows` (verl RL rows from rag_r1_parquet.to_rows) whose
     toy-world `questions` (same order) have supporting_ids. Returns (rows, stats)."""
-    from agentic_verl.eval.loop_runner import loop_trainer_config, make_agent_loop, sample_kwargs
+    from agentic_verl.agent_loops.in_process import (
+        ScriptedServerManager,
+        loop_trainer_config,
+        make_agent_loop,
+        sample_kwargs,
+    )
 
     config = loop_trainer_config(response_length, custom={"rag_r1": {"retrieval_url": retrieval_url, "topk": topk}})
     eos = end_of_turn_id(tokenizer)
@@ -151,7 +136,7 @@ def write_sft_parquet(*, world_dir: Path, questions: Path, retrieval_url: str, t
     from transformers import AutoTokenizer
 
     from agentic_verl.data.rag_r1_parquet import to_rows
-    from agentic_verl.eval.loop_runner import model_type
+    from agentic_verl.agent_loops.in_process import model_type
 
     records = [json.loads(line) for line in Path(questions).read_text().splitlines() if line.strip()]
     if any("supporting_ids" not in r for r in records):

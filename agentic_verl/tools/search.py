@@ -3,7 +3,8 @@
 The model calls `search` with `{"query_list": ["q1", "q2"]}` (1..max_queries non-empty strings); all queries go
 in one request to a `/retrieve` server (`retrieval_url`, through `RetrievalClient`: timeout, bounded retries with
 backoff, a concurrency limit), or, for small corpora, to an index opened in this process (`index_dir`). The
-observation is the passages in the Search-R1 format (`Doc 1 (Title: ...) text`), one block per query.
+observation is the passages in the Search-R1 format (`Doc 1 (Title: ...) text`), one block per query, with the
+protocol's tags (`<answer>`, `<tool_call>`, ...) HTML-escaped, so a retrieved page can never supply a rewarded answer.
 
 A failure never raises: the observation says what went wrong and the returned metrics carry
 `status`/`error_type` = "timeout" | "server_error" | "bad_arguments", so the rollout goes on and the failure is
@@ -31,7 +32,7 @@ from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 from verl.utils.rollout_trace import rollout_trace_op
 
 from agentic_verl.retrieval.client import RetrievalClient, RetrievalError
-from agentic_verl.retrieval.formatting import format_passages
+from agentic_verl.retrieval.formatting import escape_protocol_tags, format_passages
 from agentic_verl.retrieval.protocol import Passage
 
 logger = logging.getLogger(__name__)
@@ -189,7 +190,8 @@ def format_results(queries: list[str], results: list[list[Passage]]) -> str:
     blocks = [format_passages(passages) or "No passages found." for passages in results]
     if len(queries) == 1:
         return blocks[0]
-    return "\n\n".join(f'Results for "{query}":\n{block}' for query, block in zip(queries, blocks, strict=True))
+    return "\n\n".join(f'Results for "{escape_protocol_tags(query)}":\n{block}'
+                         for query, block in zip(queries, blocks, strict=True))
 
 
 def _error_observation(error: RetrievalError, settings: SearchSettings) -> str:

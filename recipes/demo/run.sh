@@ -78,10 +78,10 @@ run_logged() { # run_logged LOG FILTER... -- CMD...: full output to LOG, the fil
     if [[ $rc != 0 ]]; then echo "FAILED (exit $rc): $*  -- last lines of $log:"; tail -n 30 "$log"; exit "$rc"; fi
 }
 evaluate() { # evaluate NAME LABEL MODEL
-    run_logged "$OUT/logs/eval_$1.log" grep --line-buffered -E '^\|' -- \
-        "$AGENTIC_VERL" eval search --model "$3" --questions "$OUT/world/test.jsonl" --retrieval-url "$URL" \
-        --limit "$EVAL_QUESTIONS" --mode sq --topk "$TOPK" --max-turns "$MAX_TURNS" \
-        --max-tokens-per-turn "$MAX_TOKENS_PER_TURN" --response-length "$MAX_RESPONSE_LENGTH" \
+    run_logged "$OUT/logs/eval_$1.log" grep --line-buffered -E '^\| (dataset|toy_world) ' -- \
+        "$AGENTIC_VERL" eval qa --model "$3" --engine hf --data "$OUT/world/test.jsonl" --retrieval-url "$URL" \
+        --limit "$EVAL_QUESTIONS" --mode sq --topk "$TOPK" --max-turns "$MAX_TURNS" --deterministic \
+        --normalizer squad --max-tokens-per-turn "$MAX_TOKENS_PER_TURN" --response-length "$MAX_RESPONSE_LENGTH" \
         --out "$OUT/eval/$1" --label "$2"
 }
 

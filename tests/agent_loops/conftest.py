@@ -85,7 +85,7 @@ def smol_engine(smol_dir):
     One torch thread: on the shared 2-core machine two intra-op threads made decoding ~10x slower."""
     import torch
 
-    from agentic_verl.cpu.engine import HFGenerationEngine
+    from agentic_verl.generation.hf_engine import HFGenerationEngine
 
     torch.set_num_threads(1)
     return HFGenerationEngine(str(smol_dir), str(smol_dir), dtype="float32", max_batch_size=8, seed=0)

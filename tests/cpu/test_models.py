@@ -8,7 +8,7 @@ import json
 import pytest
 
 from agentic_verl.cli import main as cli
-from agentic_verl.cpu.engine import HFGenerationEngine
+from agentic_verl.generation.hf_engine import HFGenerationEngine
 
 
 def test_tiny_llama_from_the_cli_loads_and_generates(tmp_path, capsys):

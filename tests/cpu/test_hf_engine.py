@@ -7,7 +7,7 @@ import asyncio
 import pytest
 import torch
 
-from agentic_verl.cpu.engine import GenerationOutput, HFGenerationEngine, SamplingParams
+from agentic_verl.generation.hf_engine import GenerationOutput, HFGenerationEngine, SamplingParams
 
 # Prompts of different lengths, so batches need left padding.
 PROMPTS = [[9707, 11, 1879, 0, 358], [40, 1079], [785, 6722, 315, 9625, 374, 12095, 13, 576], [1]]

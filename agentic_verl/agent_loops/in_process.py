@@ -5,23 +5,20 @@ tokenizer=..., ...)` and awaits `loop.run(sampling_params, **dataset_row)`. We d
 
 - `EngineServerManager`: the smallest stand-in for verl's `LLMServerClient` (its `generate(request_id, *, prompt_ids,
   sampling_params, ...) -> TokenOutput`), backed by an in-process engine instead of Ray servers;
-- `open_engine`: that engine by name, `hf` (`HFGenerationEngine`, transformers) or `vllm` (`VLLMGenerationEngine`,
-  an in-process vLLM AsyncLLM), with one `generate(prompt_ids, sampling_params, request_id)`;
+- `ScriptedServerManager`: the same interface answering with pre-written turns (SFT data built in the rollout's
+  exact token layout);
 - `loop_trainer_config`: the slice of the trainer config agent loops read (rollout lengths, `rollout.custom`,
   `data.apply_chat_template_kwargs`);
 - `sample_kwargs`: a parquet row turned into the kwargs RLHFDataset + AgentLoopWorker pass (`raw_prompt`, ...).
 
-Used by evaluation (`agentic_verl.eval.search_eval`) and by SFT data generation, which drives the same loop with a
-scripted server so the SFT rows have the rollout's exact token layout.
+Engines come from `agentic_verl.generation.open_engine`. Used by evaluation (`agentic_verl.eval`) and by SFT data
+generation (`agentic_verl.data`), which therefore never import each other.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from omegaconf import OmegaConf
@@ -45,38 +42,24 @@ class EngineServerManager:
                            num_preempted=0, extra_fields={"finish_reason": out.finish_reason})
 
 
-def _hf_engine(model: str, tokenizer, *, dtype: str, max_batch_size: int, seed: int):
-    from agentic_verl.cpu.engine import HFGenerationEngine
+class ScriptedServerManager:
+    """Answers the loop's `generate` calls with pre-written turns (token ids), in order."""
 
-    return HFGenerationEngine(model, tokenizer if tokenizer is not None else model, dtype=dtype,
-                              max_batch_size=max_batch_size, seed=seed)
+    def __init__(self, tokenizer, turns: list[str], eos_token_id: int | None):
+        self.tokenizer, self.turns, self.eos_token_id = tokenizer, list(turns), eos_token_id
+        self.prompts: list[list[int]] = []
 
+    async def generate(self, request_id, *, prompt_ids, sampling_params, **kwargs):
+        from verl.workers.rollout.replica import TokenOutput
 
-def _vllm_engine(model: str, tokenizer, *, dtype: str, max_batch_size: int, seed: int):
-    from agentic_verl.eval.vllm_engine import VLLMGenerationEngine
-
-    folder = tokenizer if isinstance(tokenizer, (str, os.PathLike)) else None  # vLLM loads its own tokenizer
-    return VLLMGenerationEngine(model, folder, dtype=dtype, max_num_seqs=max_batch_size, seed=seed)
-
-
-ENGINES = {"hf": _hf_engine, "vllm": _vllm_engine}
-
-
-@contextmanager
-def open_engine(name: str, model, tokenizer=None, *, dtype: str = "float32", max_batch_size: int = 16,
-                seed: int = 0) -> Iterator[Any]:
-    """The in-process generation engine `name` ("hf" | "vllm") over an HF model folder; closed on exit (vLLM's
-    processes end). `max_batch_size`: rows decoded together (vLLM's `max_num_seqs`)."""
-    build = ENGINES.get(name)
-    if build is None:
-        raise ValueError(f"unknown generation engine {name!r}; known: {', '.join(ENGINES)}")
-    engine = build(str(model), tokenizer, dtype=dtype, max_batch_size=max_batch_size, seed=seed)
-    try:
-        yield engine
-    finally:
-        close = getattr(engine, "close", None)
-        if close is not None:
-            close()
+        if len(self.prompts) >= len(self.turns):
+            raise RuntimeError(f"the loop asked for turn {len(self.prompts) + 1} of a {len(self.turns)}-turn script")
+        text = self.turns[len(self.prompts)]
+        self.prompts.append(list(prompt_ids))
+        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        if len(self.prompts) == len(self.turns) and self.eos_token_id is not None:
+            ids.append(self.eos_token_id)  # a policy stops with EOS; the loop cuts after </answer> anyway
+        return TokenOutput(token_ids=ids, log_probs=None, stop_reason="completed")
 
 
 def loop_trainer_config(response_length: int, prompt_length: int = 1024, custom: dict | None = None,

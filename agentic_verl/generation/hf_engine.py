@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-logger = logging.getLogger("agentic_verl.cpu.engine")
+logger = logging.getLogger("agentic_verl.generation.hf_engine")
 
 _GREEDY_TEMPERATURE = 1e-5
 _KNOWN_PARAMS = {"temperature", "top_p", "top_k", "repetition_penalty", "max_tokens", "max_new_tokens",
