@@ -225,3 +225,27 @@ def test_table_cli_joins_results_in_order(tmp_path, capsys):
     assert rows[2].startswith("| before | 1 | 1.000") and rows[3].startswith("| after |")
     assert (tmp_path / "table.md").read_text().splitlines() == rows
     assert [r["label"] for r in json.loads((tmp_path / "table.json").read_text())] == ["before", "after"]
+
+
+def test_eval_recipe_runs_eval_qa_and_refuses_without_a_model(toy_world_dir, toy_retrieval_url, tiny_model, tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "AGENTIC_VERL": str(Path(sys.executable).with_name("agentic-verl")),
+           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    env.pop("MODEL_PATH", None)
+    refused = subprocess.run(["bash", "recipes/rag_r1/eval.sh"], cwd=repo, env=env, capture_output=True, text=True)
+    assert refused.returncode == 2 and "set MODEL_PATH=DIR" in refused.stderr
+
+    out = tmp_path / "out"
+    run = subprocess.run(["bash", "recipes/rag_r1/eval.sh", "--max-turns", "1", "--max-tokens-per-turn", "4",
+                          "--deterministic"], cwd=repo, capture_output=True, text=True,
+                         env={**env, "MODEL_PATH": str(tiny_model), "ENGINE": "hf", "LIMIT": "2", "OUT": str(out),
+                              "DATA_FILES": str(toy_world_dir / "test.jsonl"), "RETRIEVAL_URL": toy_retrieval_url})
+    assert run.returncode == 0, run.stderr[-3000:]
+    result = json.loads((out / "result.json").read_text())
+    assert result["summary"]["n"] == 2 and result["settings"]["mode"] == "mq" and result["settings"]["label"] == "rag_r1_mq"
+    assert result["settings"]["temperature"] == 0.0 and result["settings"]["max_turns"] == 1  # the extra flags won
