@@ -1,4 +1,4 @@
-"""`agentic-verl data toy-world | rag-r1 | sft-trajectories`: QA data for the RAG-R1 recipes and the demo.
+"""`agentic-verl data toy-world | rag-r1 | sft-trajectories | sft-steps`: QA data for the RAG-R1 recipes and the demo.
 
 Registered under the `data` group by `agentic_verl/commands/data.py` (`register_subcommands(data_subparsers)`).
 """
@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+
+from agentic_verl.data.sft_steps import STYLES  # stdlib-only module: cheap at CLI start
 
 
 def register_subcommands(sub) -> None:
@@ -39,7 +41,27 @@ def register_subcommands(sub) -> None:
     p.add_argument("--topk", type=int, default=3)
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--style", choices=STYLES, default="trajectory",
+                   help="trajectory: one row per trajectory (default); steps: RAG-R1's step-level samples")
     p.set_defaults(handler=_sft_trajectories)
+
+    p = sub.add_parser("sft-steps",
+                       help="RAG-R1 cold-start SFT samples from the correct trajectories of any trajectory dump",
+                       description="Reads trajectory dumps (`eval qa --out DIR` writes DIR/trajectories/; training "
+                       "writes AGENTIC_VERL_TRAJECTORY_DIR), keeps trajectories whose reward record scores at "
+                       "least --min-reward, and cuts SFT rows (input_ids, loss_mask; retrieved documents never in "
+                       "the loss). Writes OUT and OUT's .stats.json.")
+    p.add_argument("dumps", nargs="+", metavar="DUMP", help="trajectory dump files (*.jsonl) or folders of them")
+    p.add_argument("--out", required=True, help="output parquet file")
+    p.add_argument("--style", choices=STYLES, default="steps",
+                   help="steps: each search/answer turn with and without the earlier turns (RAG-R1, default); "
+                        "trajectory: one row per trajectory, every turn in the loss")
+    p.add_argument("--min-reward", type=float, default=1.0, help="keep trajectories scoring at least this")
+    p.add_argument("--max-length", type=int, default=None, help="drop samples longer than this many tokens")
+    p.add_argument("--agent", default="rag_r1", help="keep this agent loop's trajectories ('all': every loop)")
+    p.add_argument("--tokenizer", default=None,
+                   help="HF tokenizer folder; needed only for dumps written without decoded text")
+    p.set_defaults(handler=_sft_steps)
 
 
 def _toy_world(args) -> int:
@@ -76,6 +98,16 @@ def _sft_trajectories(args) -> int:
     stats = write_sft_parquet(
         world_dir=world, questions=Path(args.questions) if args.questions else world / "train.jsonl",
         retrieval_url=args.retrieval_url, tokenizer=args.tokenizer, out=Path(args.out), mode=args.mode,
-        topk=args.topk, limit=args.limit, seed=args.seed)
+        topk=args.topk, limit=args.limit, seed=args.seed, style=args.style)
+    print(json.dumps(stats, indent=1))
+    return 0
+
+
+def _sft_steps(args) -> int:
+    from agentic_verl.data.sft_steps import write_sft_steps
+
+    stats = write_sft_steps(args.dumps, Path(args.out), style=args.style, min_reward=args.min_reward,
+                            agent=None if args.agent == "all" else args.agent, max_length=args.max_length,
+                            tokenizer=args.tokenizer)
     print(json.dumps(stats, indent=1))
     return 0

@@ -9,11 +9,15 @@ scripted "server manager" in place of the policy: it returns the gold turns as t
     [observation]
     <think> {fact with the answer} </think>\\n<answer> {answer} </answer>
 
-so prompt tokens, stop-tag cuts, observation text and its tokenisation are the loop's own. A row is
-`input_ids = prompt_ids + response_ids` and `loss_mask = [0] * len(prompt_ids) + response_mask`: the policy's
-turns are learned, the prompt and every retrieved document are not (RAG-R1's "retrieved documents never in the
-target"). A trajectory is kept only when the loop's observations really contain the passages each turn relies on
-and the loop parsed the gold answer, so the data never teaches an answer the search did not show.
+so prompt tokens, stop-tag cuts, observation text and its tokenisation are the loop's own. A trajectory is kept
+only when the loop's observations really contain the passages each turn relies on and the loop parsed the gold
+answer, so the data never teaches an answer the search did not show.
+
+Rows are cut by `agentic_verl.data.sft_steps.cut_samples`, the same code that cuts any trajectory dump
+(`agentic-verl data sft-steps`). Style `trajectory` (default): one row per trajectory,
+`input_ids = prompt_ids + response_ids` and `loss_mask = [0] * len(prompt_ids) + response_mask`: the policy's turns
+are learned, the prompt and every retrieved document are not (RAG-R1's "retrieved documents never in the target").
+Style `steps`: RAG-R1's step-level samples (each turn with and without the earlier turns in the input).
 
 Rows are read by `agentic_verl.data.sft_dataset.PretokenizedSFTDataset` in verl's SFT trainer.
 """
@@ -24,6 +28,8 @@ import asyncio
 import json
 import re
 from pathlib import Path
+
+from agentic_verl.data.sft_steps import STYLES, cut_samples, mask_runs, sample_stats, write_rows
 
 _SENTENCE_RE = re.compile(r"[^.]*\.")
 
@@ -62,22 +68,28 @@ def end_of_turn_id(tokenizer) -> int | None:
 
 async def build_trajectories(rows: list[dict], questions: list[dict], corpus: dict[str, str], *, tokenizer,
                              retrieval_url: str, topk: int = 3, response_length: int = 1024,
-                             hf_model_type: str | None = None, concurrency: int = 8) -> tuple[list[dict], dict]:
+                             hf_model_type: str | None = None, concurrency: int = 8,
+                             style: str = "trajectory") -> tuple[list[dict], dict]:
     """SFT rows (input_ids, loss_mask, ...) for `rows` (verl RL rows from rag_r1_parquet.to_rows) whose
-    toy-world `questions` (same order) have supporting_ids. Returns (rows, stats)."""
+    toy-world `questions` (same order) have supporting_ids, cut in `style` (sft_steps.STYLES). Returns (rows,
+    stats); `kept` counts trajectories, `samples` rows."""
     from agentic_verl.agent_loops.in_process import (
         ScriptedServerManager,
         loop_trainer_config,
         make_agent_loop,
         sample_kwargs,
     )
+    from agentic_verl.agent_loops.trace import TRACE_ID_FIELD
 
+    if style not in STYLES:
+        raise ValueError(f"unknown style {style!r}; known: {', '.join(STYLES)}")
     config = loop_trainer_config(response_length, custom={"rag_r1": {"retrieval_url": retrieval_url, "topk": topk}})
     eos = end_of_turn_id(tokenizer)
-    stats = {"questions": len(rows), "kept": 0, "dropped_retrieval_miss": 0, "dropped_loop_mismatch": 0}
+    stats = {"questions": len(rows), "style": style, "kept": 0, "dropped_retrieval_miss": 0,
+             "dropped_loop_mismatch": 0}
     semaphore = asyncio.Semaphore(concurrency)
 
-    async def one(row: dict, question: dict) -> dict | None:
+    async def one(row: dict, question: dict) -> list[dict] | None:
         turns, needed = gold_turns(question, corpus)
         server = ScriptedServerManager(tokenizer, turns, eos)
         loop = make_agent_loop("rag_r1", tokenizer=tokenizer, server_manager=server, trainer_config=config,
@@ -92,51 +104,38 @@ async def build_trajectories(rows: list[dict], questions: list[dict], corpus: di
         if info.get("answer") != question["golden_answers"][0] or len(server.prompts) != len(turns):
             stats["dropped_loop_mismatch"] += 1
             return None
-        prompt, response, mask = list(out.prompt_ids), list(out.response_ids), list(out.response_mask)
-        return {
-            "input_ids": prompt + response,
-            "loss_mask": [0] * len(prompt) + mask,
-            "id": question["id"],
-            "question": question["question"],
-            "golden_answers": list(question["golden_answers"]),
-            "hops": question["hops"],
-            "num_tokens": len(prompt) + len(response),
-            "num_target_tokens": sum(mask),
-        }
+        response, mask = list(out.response_ids), list(out.response_mask)
+        texts = [tokenizer.decode(response[start:end], skip_special_tokens=True)
+                 for policy, start, end in mask_runs(mask) if policy]
+        samples, _ = cut_samples(out.prompt_ids, response, mask, texts, style=style)
+        source = {"id": question["id"], "question": question["question"],
+                  "golden_answers": list(question["golden_answers"]), "hops": question["hops"],
+                  "request_id": out.extra_fields.get(TRACE_ID_FIELD)}
+        return [{**sample, **source} for sample in samples]
 
     results = await asyncio.gather(*(one(r, q) for r, q in zip(rows, questions, strict=True)))
-    kept = [r for r in results if r is not None]
-    stats["kept"] = len(kept)
-    if kept:
-        stats["max_tokens"] = max(r["num_tokens"] for r in kept)
-        stats["mean_tokens"] = round(sum(r["num_tokens"] for r in kept) / len(kept), 1)
+    kept = [sample for samples in results if samples is not None for sample in samples]
+    stats["kept"] = sum(samples is not None for samples in results)
+    stats.update(sample_stats(kept))
     return kept, stats
 
 
 def _observation_texts(response_ids, response_mask, tokenizer) -> list[str]:
     """Decoded runs of mask-0 tokens (the loop's observations), in order."""
-    runs, current = [], []
-    for token, mask in zip(response_ids, response_mask, strict=True):
-        if mask == 0:
-            current.append(int(token))
-        elif current:
-            runs.append(current)
-            current = []
-    if current:
-        runs.append(current)
-    return [tokenizer.decode(run, skip_special_tokens=False) for run in runs]
+    return [tokenizer.decode([int(t) for t in response_ids[start:end]], skip_special_tokens=False)
+            for policy, start, end in mask_runs(response_mask) if not policy]
 
 
 def write_sft_parquet(*, world_dir: Path, questions: Path, retrieval_url: str, tokenizer, out: Path, mode: str = "sq",
-                      topk: int = 3, limit: int | None = None, seed: int = 0) -> dict:
-    """Trajectories for the toy-world `questions` file -> `out` parquet; returns stats (also written next to it)."""
+                      topk: int = 3, limit: int | None = None, seed: int = 0, style: str = "trajectory") -> dict:
+    """Trajectories for the toy-world `questions` file, cut in `style` -> `out` parquet; returns stats (also
+    written next to it)."""
     import random
 
-    import pandas as pd
     from transformers import AutoTokenizer
 
-    from agentic_verl.data.rag_r1_parquet import to_rows
     from agentic_verl.agent_loops.in_process import model_type
+    from agentic_verl.data.rag_r1_parquet import to_rows
 
     records = [json.loads(line) for line in Path(questions).read_text().splitlines() if line.strip()]
     if any("supporting_ids" not in r for r in records):
@@ -154,12 +153,8 @@ def write_sft_parquet(*, world_dir: Path, questions: Path, retrieval_url: str, t
         tokenizer = AutoTokenizer.from_pretrained(str(tokenizer))
     rows = to_rows(records, split="train", data_source="toy_world", mode=mode)
     kept, stats = asyncio.run(build_trajectories(rows, records, corpus, tokenizer=tokenizer,
-                                                 retrieval_url=retrieval_url, topk=topk, hf_model_type=hf_type))
+                                                 retrieval_url=retrieval_url, topk=topk, hf_model_type=hf_type,
+                                                 style=style))
     if not kept:
         raise ValueError(f"no correct trajectory could be built ({stats}); is {retrieval_url} serving this world?")
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(kept).to_parquet(out, index=False)
-    stats["out"] = str(out)
-    out.with_suffix(".stats.json").write_text(json.dumps(stats, indent=1) + "\n")
-    return stats
+    return write_rows(kept, Path(out), stats)

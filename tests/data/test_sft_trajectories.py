@@ -121,3 +121,23 @@ def test_a_trajectory_whose_search_misses_its_passage_is_dropped(toy_world_dir, 
     kept, stats = asyncio.run(build_trajectories(rows, questions, corpus, tokenizer=smollm2_tokenizer,
                                                  retrieval_url=toy_retrieval_url))
     assert stats["dropped_retrieval_miss"] == 1 and [r["id"] for r in kept] == [questions[1]["id"]]
+
+
+def test_steps_style_cuts_rag_r1_step_samples(toy_world_dir, toy_retrieval_url, smollm2_dir, smollm2_tokenizer,
+                                              tmp_path):
+    out = tmp_path / "steps.parquet"
+    assert cli_main(["data", "sft-trajectories", "--world", str(toy_world_dir), "--retrieval-url", toy_retrieval_url,
+                     "--tokenizer", str(smollm2_dir), "--out", str(out), "--limit", "8", "--style", "steps"]) == 0
+    frame = pd.read_parquet(out)
+    stats = json.loads(out.with_suffix(".stats.json").read_text())
+    corpus = _corpus(toy_world_dir)
+    by_id = {q["id"]: q for q in _questions(toy_world_dir)}
+    # per trajectory: every turn with history, every turn but the first without: 2 * turns - 1 = 2 * hops + 1
+    expected = sum(2 * by_id[i]["hops"] + 1 for i in set(frame["id"]))
+    assert stats["style"] == "steps" and stats["samples"] == len(frame) == expected
+    assert stats["kept"] == frame["id"].nunique() >= 7
+    for row in frame.itertuples():
+        target = [int(t) for t, m in zip(row.input_ids, row.loss_mask, strict=True) if m]
+        turns, _ = gold_turns(by_id[row.id], corpus)
+        assert smollm2_tokenizer.decode(target) == turns[row.step]  # exactly one gold turn is learned
+        assert row.kind == ("answer" if row.step == len(turns) - 1 else "search")
