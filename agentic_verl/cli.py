@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "agentic_verl.commands.eval",
     "agentic_verl.commands.cpu_model",
     "agentic_verl.commands.cpu_cleanup",
+    "agentic_verl.commands.preflight",
 )
 
 

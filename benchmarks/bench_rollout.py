@@ -207,8 +207,9 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def run_engine(name: str, model: Path, settings, warmup_prompt: list[int]) -> dict:
-    from agentic_verl.generation import open_engine
     from agentic_verl.eval.search_eval import evaluate
+
+    from agentic_verl.generation import open_engine
 
     started = time.perf_counter()
     with open_engine(name, model, dtype="float32", max_batch_size=settings.batch_size, seed=settings.seed) as engine:
@@ -230,13 +231,13 @@ def engines_main(args) -> int:
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))  # vLLM's processes inherit it
     os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
     import torch
+    from agentic_verl.eval.search_eval import EvalSettings
     from transformers import AutoTokenizer
 
     from agentic_verl.cpu.models import smollm2_hf_dir
     from agentic_verl.data.qa_formats import load_questions
     from agentic_verl.data.toy_world import build_world, write_world
     from agentic_verl.generation import ENGINES
-    from agentic_verl.eval.search_eval import EvalSettings
     from agentic_verl.retrieval.index import build_index
     from agentic_verl.retrieval.server import ServerProcess
 

@@ -31,3 +31,13 @@ def imported_modules(folder: str) -> set[str]:
 def test_layers_do_not_import_upwards(folder, forbidden):
     offending = sorted(m for m in imported_modules(folder) if m.startswith(forbidden))
     assert not offending, f"agentic_verl/{folder} imports {offending}"
+
+
+@pytest.mark.parametrize("module", ["agent_loops/rag_r1_protocol.py", "agent_loops/prompts.py", "data/sft_steps.py"])
+def test_protocol_rules_and_data_tools_load_without_verl(module):
+    """Data tools read the rag_r1 protocol without importing verl (~10-25 s here)."""
+    tree = ast.parse((PACKAGE / module).read_text())
+    top_level = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    names = [a.name for n in top_level if isinstance(n, ast.Import) for a in n.names]
+    names += [n.module for n in top_level if isinstance(n, ast.ImportFrom) and n.module]
+    assert not [n for n in names if n.split(".")[0] in ("verl", "torch", "transformers")]

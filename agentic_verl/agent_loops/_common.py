@@ -30,6 +30,17 @@ def pop_config_kwargs(config_cls: type, kwargs: dict) -> dict:
     return {name: _plain(kwargs.pop(name)) for name in list(kwargs) if name in names}
 
 
+def config_layers(key: str, rollout_config, loop_kwargs: Mapping | None,
+                  extra_info: Mapping | None) -> list[tuple[str, Any]]:
+    """The three settable layers of a loop's config, lowest first: (where, mapping or None)."""
+    custom = _plain(rollout_config.get("custom", None)) if rollout_config is not None else None
+    return [
+        ("rollout.custom." + key, (custom or {}).get(key) if isinstance(custom, Mapping) else None),
+        ("agent loop config", loop_kwargs),
+        ("extra_info." + key, (extra_info or {}).get(key) if isinstance(extra_info, Mapping) else None),
+    ]
+
+
 def resolve_config(config_cls: type, key: str, rollout_config, loop_kwargs: Mapping, extra_info: Mapping | None):
     """Build `config_cls` from four layers, later ones winning:
 
@@ -38,17 +49,12 @@ def resolve_config(config_cls: type, key: str, rollout_config, loop_kwargs: Mapp
     3. the keys next to the loop's `_target_` in `rollout.agent.agent_loop_config_path` (per registered name);
     4. `extra_info.<key>` of the sample (per sample, e.g. sq vs mq questions in one dataset).
 
-    Unknown keys raise a ValueError that lists the known ones.
+    Unknown keys raise a ValueError that lists the known ones. A field that must not be overridden silently
+    (a run-level value against the sample's) is checked with `require_agreement`.
     """
     known = {f.name for f in dataclasses.fields(config_cls)}
     merged: dict[str, Any] = {}
-    custom = _plain(rollout_config.get("custom", None)) if rollout_config is not None else None
-    layers = [
-        ("rollout.custom." + key, (custom or {}).get(key) if isinstance(custom, Mapping) else None),
-        ("agent loop config", loop_kwargs),
-        ("extra_info." + key, (extra_info or {}).get(key) if isinstance(extra_info, Mapping) else None),
-    ]
-    for where, layer in layers:
+    for where, layer in config_layers(key, rollout_config, loop_kwargs, extra_info):
         layer = _plain(layer)
         if not layer:
             continue
@@ -59,6 +65,25 @@ def resolve_config(config_cls: type, key: str, rollout_config, loop_kwargs: Mapp
             raise ValueError(f"unknown {config_cls.__name__} key(s) {unknown} in {where}; known: {sorted(known)}")
         merged.update(layer)
     return config_cls(**merged)
+
+
+def require_agreement(field: str, key: str, rollout_config, loop_kwargs: Mapping | None,
+                      extra_info: Mapping | None, hint: str = "") -> None:
+    """Raise a ValueError when the run sets `field` (rollout.custom.<key> or the agent loop config, the latter
+    winning) and the sample's extra_info.<key> sets it too, to a different value: for settings where the data
+    and the run must agree instead of one silently winning (rag_r1's `mode`: the prompts were written for it)."""
+    values = []
+    for where, layer in config_layers(key, rollout_config, loop_kwargs, extra_info):
+        layer = _plain(layer)
+        if isinstance(layer, Mapping) and layer.get(field) is not None:
+            values.append((where, layer[field]))
+    sample = values.pop() if values and values[-1][0].startswith("extra_info.") else None
+    if sample is None or not values:
+        return
+    run_where, run_value = values[-1]
+    if run_value != sample[1]:
+        raise ValueError(f"{key}.{field} disagrees: the run sets {run_value!r} ({run_where}) but this sample's "
+                         f"{sample[0]}.{field} is {sample[1]!r}. {hint}".rstrip())
 
 
 # -- stop strings on a token stream ---------------------------------------------------------------

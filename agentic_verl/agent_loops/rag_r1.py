@@ -26,16 +26,23 @@ One assistant turn that the policy continues across searches:
   bad_arguments (empty query, or the server rejected the request), timeout / tool_error (retrieval),
   truncated_by_length (a turn hit its token limit, or the response budget ran out). None of them ends the
   rollout with an exception.
+- Fail-fast: a retrieval server that is down would otherwise train the policy on "Search failed" observations.
+  After `max_consecutive_search_failures` searches in a row that got no answer (timeouts, unreachable server,
+  5xx; counted per process and retrieval URL across trajectories, reset by any answer from the server) the loop
+  raises `SearchFailFastError`, and so does every `run()` of that process that starts or ends later: verl marks
+  those samples failed, and the first step with no sample left stops the run (verl's replay buffer raises).
+  0 = never.
 
 Configuration: the fields of `RagR1Config`, layered (see `_common.resolve_config`): rollout.custom.rag_r1, the
 keys of this loop's entry in `rollout.agent.agent_loop_config_path`, then the sample's `extra_info.rag_r1`.
+`mode` is the exception: the data decides it (`data rag-r1` writes prompts for one mode and records it in
+`extra_info.rag_r1.mode`), so a run-level mode that disagrees with the sample's raises instead of losing.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -50,26 +57,35 @@ from agentic_verl.agent_loops._common import (
     hit_length_limit,
     merge_server_extra_fields,
     pop_config_kwargs,
+    require_agreement,
     resolve_config,
     server_logprobs,
 )
+from agentic_verl.agent_loops.fail_fast import ConsecutiveFailures, SearchFailFastError  # noqa: F401 (re-exported)
 from agentic_verl.agent_loops.prompts import RAG_R1_MODES
+from agentic_verl.agent_loops.rag_r1_protocol import (  # noqa: F401 (re-exported)
+    STOP_TAGS,
+    no_action_failure,
+    parse_action,
+    split_queries,
+)
 from agentic_verl.agent_loops.trace import TrajectoryTrace
 from agentic_verl.retrieval.client import RetrievalClient, RetrievalError
+from agentic_verl.retrieval.formatting import escape_protocol_tags
 
 logger = logging.getLogger(__name__)
 
 NAME = "rag_r1"
-STOP_TAGS = ("</search>", "</answer>")
 INVALID_ACTION_OBSERVATION = (
     "\nMy previous action is invalid. If I want to search, I should put the query between <search> and </search>. "
     "If I want to give the final answer, I should put the answer between <answer> and </answer>. Let me try again.\n"
 )
 RETRIEVAL_ERROR_OBSERVATION = "\n<information>\nSearch failed ({category}); no documents were retrieved.\n</information>\n"
-_ACTION_RE = re.compile(r"<(search|answer)>(.*?)</\1>", re.DOTALL)
-_TAG_FRAGMENT_RE = re.compile(r"</?(search|answer)>")
-_PROTOCOL_TAG_RE = re.compile(r"<(/?)(think|search|answer|information)>")
 _RETRIEVAL_FAILURES = {"timeout": "timeout", "server_error": "tool_error", "bad_arguments": "bad_arguments"}
+_SERVER_DOWN = ("timeout", "server_error")  # retrieval failures that count toward the fail-fast streak
+_MODE_HINT = ("The data decides the mode (its prompts were written for one): run with the data's mode "
+              "(the rag_r1 recipes default RAG_MODE to it), or regenerate the data with "
+              "`agentic-verl data rag-r1 --questions ... --out DIR --mode <mode>`.")
 
 
 @dataclass
@@ -89,6 +105,7 @@ class RagR1Config:
     retrieval_max_retries: int = 2
     retrieval_backoff_s: float = 0.25
     retrieval_max_concurrency: int = 16
+    max_consecutive_search_failures: int = 32  # stop the run after this many failed searches in a row; 0 = never
 
     def __post_init__(self):
         if self.mode not in RAG_R1_MODES:
@@ -98,6 +115,19 @@ class RagR1Config:
                 raise ValueError(f"rag_r1 {name} must be >= 1, got {getattr(self, name)}")
         if self.max_turns < 0:
             raise ValueError(f"rag_r1 max_turns must be >= 0, got {self.max_turns}")
+        if int(self.max_consecutive_search_failures) < 0:
+            raise ValueError("rag_r1 max_consecutive_search_failures must be >= 0 (0 = never stop), got "
+                             f"{self.max_consecutive_search_failures}")
+
+
+SEARCH_FAILURES = ConsecutiveFailures()  # this process's fail-fast state, per retrieval URL
+
+
+def _fail_fast_message(cfg: RagR1Config, count: int, detail: str) -> str:
+    return (f"rag_r1 fail-fast: {count} consecutive searches failed in this process (last: {detail}); the retrieval "
+            f"server at {cfg.retrieval_url} looks down, and training on 'Search failed' observations teaches the "
+            f"policy nothing. Check it (curl {cfg.retrieval_url.rstrip('/')}/health), restart it and resume; "
+            f"rollout.custom.rag_r1.max_consecutive_search_failures={count} sets the limit (0 = never stop).")
 
 
 _CLIENTS: dict[tuple, RetrievalClient] = {}
@@ -114,40 +144,6 @@ def retrieval_client(cfg: RagR1Config) -> RetrievalClient:
                                                  backoff_s=cfg.retrieval_backoff_s,
                                                  max_concurrency=cfg.retrieval_max_concurrency)
     return client
-
-
-def parse_action(text: str) -> tuple[str | None, str]:
-    """("search" | "answer", stripped content) for the first complete block, else (None, "").
-
-    >>> parse_action("<think>x</think><search> a, b </search>")
-    ('search', 'a, b')
-    >>> parse_action("<answer> Paris")
-    (None, '')
-    """
-    match = _ACTION_RE.search(text)
-    return (match.group(1), match.group(2).strip()) if match else (None, "")
-
-
-def split_queries(content: str, mode: str, max_queries: int) -> list[str]:
-    """The queries of one `<search>`: sq keeps the content whole; mq splits on commas and keeps `max_queries`.
-
-    >>> split_queries(" a , b,, c, d ", "mq", 3)
-    ['a', 'b', 'c']
-    >>> split_queries("a, b", "sq", 3)
-    ['a, b']
-    """
-    if mode == "sq":
-        return [content.strip()] if content.strip() else []
-    return [q.strip() for q in content.split(",") if q.strip()][:max_queries]
-
-
-def escape_protocol_tags(text: str) -> str:
-    """HTML-escape the protocol's tags in retrieved text, so only the policy can open or close them.
-
-    >>> escape_protocol_tags("x <answer>y</answer>")
-    'x &lt;answer&gt;y&lt;/answer&gt;'
-    """
-    return _PROTOCOL_TAG_RE.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}&gt;", text)
 
 
 @register(NAME)
@@ -182,22 +178,37 @@ class RagR1AgentLoop(AgentLoopBase):
             body = json.dumps({"query": queries, "documents": blocks}, indent=2, ensure_ascii=False)
         return f"\n<information>\n{body.strip()}\n</information>\n"
 
+    @staticmethod
+    def _search_failed(cfg: RagR1Config, detail: str) -> None:
+        """Count a search the server did not answer; raises SearchFailFastError at the limit."""
+        SEARCH_FAILURES.failed(cfg.retrieval_url, cfg.max_consecutive_search_failures,
+                               lambda count: _fail_fast_message(cfg, count, detail))
+
     async def _search(self, cfg: RagR1Config, queries: list[str]) -> tuple[str, str | None]:
-        """(observation, failure category or None). Never raises."""
+        """(observation, failure category or None). Raises only SearchFailFastError (see the module docstring)."""
         try:
             results = await retrieval_client(cfg).retrieve(queries, topk=cfg.topk)
         except RetrievalError as exc:
             logger.warning("rag_r1 retrieval failed: %s", exc)
+            if exc.category in _SERVER_DOWN:
+                self._search_failed(cfg, str(exc))
+            else:  # the server answered (it rejected the request): it is up
+                SEARCH_FAILURES.reset(cfg.retrieval_url)
             category = _RETRIEVAL_FAILURES.get(exc.category, "tool_error")
             return RETRIEVAL_ERROR_OBSERVATION.format(category=exc.category), category
         except Exception as exc:  # a bug or an unexpected answer must not kill the rollout
             logger.warning("rag_r1 retrieval raised %s: %s", type(exc).__name__, exc)
+            self._search_failed(cfg, f"{type(exc).__name__}: {exc}")
             return RETRIEVAL_ERROR_OBSERVATION.format(category="error"), "tool_error"
+        SEARCH_FAILURES.reset(cfg.retrieval_url)
         return self.information(cfg, queries, results), None
 
     # -- the loop ---------------------------------------------------------------------------------
     async def run(self, sampling_params: dict[str, Any], **kwargs) -> AgentLoopOutput:
-        cfg = resolve_config(RagR1Config, NAME, self.rollout_config, self._loop_kwargs, kwargs.get("extra_info"))
+        extra_info = kwargs.get("extra_info")
+        require_agreement("mode", NAME, self.rollout_config, self._loop_kwargs, extra_info, hint=_MODE_HINT)
+        cfg = resolve_config(RagR1Config, NAME, self.rollout_config, self._loop_kwargs, extra_info)
+        SEARCH_FAILURES.raise_if_tripped(cfg.retrieval_url)  # tripped earlier in this process: stop every sample
         request_id = uuid4().hex
         trace = TrajectoryTrace(request_id, agent_name=self.agent_name)
         prompt_ids = await self.ct_build_initial_tokens(list(kwargs["raw_prompt"]))
@@ -242,7 +253,7 @@ class RagR1AgentLoop(AgentLoopBase):
             if not search_enabled:  # the final turn: whatever it is, nothing more is executed
                 searches_after_budget += int(action == "search")
                 if action is None:
-                    trace.record_failure(_no_action_failure(text, hit_limit))
+                    trace.record_failure(no_action_failure(text, hit_limit))
                 break
 
             if action == "search":
@@ -260,7 +271,7 @@ class RagR1AgentLoop(AgentLoopBase):
                     trace.add_tool_call("search", {"queries": []}, observation, 0.0, failure="bad_arguments")
             else:
                 observation = cfg.invalid_action_observation
-                trace.record_failure(_no_action_failure(text, hit_limit))
+                trace.record_failure(no_action_failure(text, hit_limit))
 
             obs_ids = self._encode(observation)
             traj.add_observation(obs_ids)
@@ -269,6 +280,7 @@ class RagR1AgentLoop(AgentLoopBase):
                 out_of_budget = True
                 break
 
+        SEARCH_FAILURES.raise_if_tripped(cfg.retrieval_url)  # the server died meanwhile: not a sample to train on
         if out_of_budget and not trace.failures["truncated_by_length"]:
             trace.record_failure("truncated_by_length")
         num_policy_turns = len(trace.turns)
@@ -290,10 +302,3 @@ class RagR1AgentLoop(AgentLoopBase):
             },
         )
         return trace.finalize(output, tokenizer=self.tokenizer, global_step=server_fields.get("global_steps"))
-
-
-def _no_action_failure(text: str, hit_limit: bool) -> str:
-    if hit_limit:
-        return "truncated_by_length"
-    return "parse_error" if _TAG_FRAGMENT_RE.search(text) else "no_call"
-

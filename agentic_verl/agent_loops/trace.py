@@ -20,7 +20,11 @@ How the metrics reach verl's logs (verl 0.9.1; traced through agent_loop.py, rew
   rollout/validation generation dumps. So `finalize` stores `extra_fields["agent_metrics"]`, and the
   smallest adapter, the `agentic_trace` reward manager (`trace_reward.py`, selected with
   `reward.reward_manager.name=agentic_trace`), folds them into `reward_extra_info` as `agent/<metric>`.
-  verl 0.9.1's training step does not log reward_extra_info as scalars; only validation does.
+  verl 0.9.1's training step logs neither reward_extra_info nor AgentLoopOutput.metrics as scalars; only
+  validation does. For training steps, `AgentMetricsReplayBuffer` (`trace_sampler.py`, selected with
+  `trainer.v1.sampler.custom_sampler.*`, verl's hook for a custom sampler; the rag_r1 recipes select it) reads
+  each sampled trajectory's `agent_metrics` and returns `batch_metrics(...)` with its sampling metrics, which
+  verl logs with the step: `agent/<metric>/mean` and `agent/tool_call_failure_rate`.
 
 Dumps: set `AGENTIC_VERL_TRAJECTORY_DIR` (or pass `dump_dir=`) and every finalized trajectory appends one
 JSON line (`kind: "trajectory"`) to `<dir>/trajectories_<pid>.jsonl`; the `agentic_trace` reward manager
@@ -34,6 +38,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +61,7 @@ SCHEMA_VERSION = 1
 _METRIC_NAMES = (
     "num_turns",
     "num_tool_calls",
+    "failed_tool_calls",  # tool calls with a failure category (retrieval timeouts and errors among them)
     "num_searches",
     "queries_per_search",
     "tool_latency_s",
@@ -161,6 +167,7 @@ class TrajectoryTrace:
         values = {
             "num_turns": len(self.turns),
             "num_tool_calls": len(calls),
+            "failed_tool_calls": sum(1 for call in calls if call.failure is not None),
             "num_searches": len(searches),
             "queries_per_search": sum(call.queries for call in searches) / len(searches) if searches else 0.0,
             "tool_latency_s": tool_latency,
@@ -255,6 +262,28 @@ def _decoded_messages(prompt_ids: list[int], segments: list[dict], tokenizer) ->
     messages = [{"role": "prompt", "content": tokenizer.decode(prompt_ids, skip_special_tokens=False)}]
     messages += [{"role": "assistant" if s["policy"] else "observation", "content": s["text"]} for s in segments]
     return messages
+
+
+def batch_metrics(samples: Iterable[Any], prefix: str = METRIC_PREFIX) -> dict[str, float]:
+    """Step metrics for a batch of trajectories, from each one's `agent_metrics` dict (anything else, e.g. the
+    None of a loop that does not trace, is skipped): `<prefix><metric>/mean` for every METRIC_KEYS entry,
+    `<prefix>traced/mean` (share of traced samples) and `<prefix>tool_call_failure_rate` (failed / all tool
+    calls of the batch). Empty when no sample was traced.
+
+    >>> m = batch_metrics([{"num_tool_calls": 2.0, "failed_tool_calls": 1.0}, {"num_tool_calls": 2.0}, None])
+    >>> m["agent/num_tool_calls/mean"], m["agent/tool_call_failure_rate"], round(m["agent/traced/mean"], 3)
+    (2.0, 0.25, 0.667)
+    """
+    samples = list(samples)
+    traced = [sample for sample in samples if isinstance(sample, Mapping)]
+    if not traced:
+        return {}
+    out = {f"{prefix}{key}/mean": sum(float(s.get(key, 0.0)) for s in traced) / len(traced) for key in METRIC_KEYS}
+    calls = sum(float(s.get("num_tool_calls", 0.0)) for s in traced)
+    failed = sum(float(s.get("failed_tool_calls", 0.0)) for s in traced)
+    out[f"{prefix}tool_call_failure_rate"] = failed / calls if calls else 0.0
+    out[f"{prefix}traced/mean"] = len(traced) / len(samples)
+    return out
 
 
 # -- the writer ---------------------------------------------------------------------------------

@@ -30,16 +30,14 @@ Only correct trajectories are kept: reward >= `min_reward`. A trajectory without
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from agentic_verl.agent_loops.rag_r1_protocol import parse_action
+
 STYLES = ("steps", "trajectory")
 KINDS = ("search", "answer")  # think+search, think+answer steps
-# The rag_r1 loop's action rule (agent_loops/rag_r1.py `parse_action`: the first complete block); repeated here so
-# that reading a dump does not import verl. tests/data/test_sft_steps.py checks that both agree.
-_ACTION_RE = re.compile(r"<(search|answer)>(.*?)</\1>", re.DOTALL)
 NO_REWARD_HINT = "was the dump written by `eval qa` or with the `agentic_trace` reward manager?"
 
 
@@ -63,8 +61,7 @@ def turn_kind(text: str) -> str | None:
     >>> turn_kind("<think> x </think>\\n<search> Ada Bo </search>"), turn_kind("<answer> Kilu"), turn_kind("hi")
     ('search', None, None)
     """
-    match = _ACTION_RE.search(text)
-    return match.group(1) if match else None
+    return parse_action(text)[0]  # the rag_r1 loop's own rule
 
 
 def cut_samples(prompt_ids: Sequence[int], response_ids: Sequence[int], response_mask: Sequence[int],

@@ -8,11 +8,16 @@
 #           CPU: AGENTIC_VERL_DEVICE=cpu bash recipes/rag_r1/sft.sh  (SmolLM2-135M, batch 4, a smoke run)
 # Data:     agentic-verl data sft-trajectories --retrieval-url URL --tokenizer MODEL --out data/rag_r1_sft/train.parquet
 # Runtime:  ~1-2 h on 8 GPUs for 2 epochs; CPU smoke run with the tiny test model: ~1 min for 2 steps.
+# Output:   SFT_CHECKPOINT_DIR/global_step_N/huggingface (full HF weights; latest_checkpointed_iteration.txt names
+#           N): ppo.sh and grpo.sh start from it by default.
+# Checks:   `agentic-verl preflight rag-r1 --stage sft` before launching (data, model, GPU memory budget;
+#           PREFLIGHT=0 skips it)
 # Target:   the SFT-only row of RAG-R1's ablation; the PPO stage (ppo.sh) starts from this checkpoint.
 # Extra verl overrides go last: bash recipes/rag_r1/sft.sh trainer.total_epochs=1
 set -euo pipefail
 RECIPES=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$RECIPES/_common/device.sh"
+source "$RECIPES/_common/rag_r1.sh"
 
 MODEL_PATH=${MODEL_PATH:-Qwen/Qwen2.5-7B-Instruct}
 DATA_DIR=${DATA_DIR:-data/rag_r1_sft}
@@ -30,22 +35,28 @@ TOTAL_TRAINING_STEPS=${TOTAL_TRAINING_STEPS:-null}
 LOGGER=${LOGGER:-['console','wandb']}
 PROJECT=${PROJECT:-agentic_verl}
 EXPERIMENT=${EXPERIMENT:-rag_r1_sft}
+SFT_CHECKPOINT_DIR=${SFT_CHECKPOINT_DIR:-checkpoints/$PROJECT/$EXPERIMENT}   # ppo.sh / grpo.sh read it
 
-torchrun --standalone --nnodes=1 --nproc_per_node="$N_GPUS" -m verl.trainer.sft_trainer \
-    data.train_files="$TRAIN_FILE" \
-    data.val_files="$VAL_FILE" \
-    data.custom_cls.path="$SFT_DATASET_PATH" \
-    data.custom_cls.name="$SFT_DATASET_NAME" \
-    data.train_batch_size="$SFT_BATCH_SIZE" \
-    data.micro_batch_size_per_gpu="$MICRO_BATCH_SIZE" \
-    data.max_length="$SFT_MAX_LENGTH" \
-    model.path="$MODEL_PATH" \
-    optim.lr="$LR" \
-    trainer.total_epochs="$TOTAL_EPOCHS" \
-    trainer.total_training_steps="$TOTAL_TRAINING_STEPS" \
-    trainer.n_gpus_per_node="$N_GPUS" \
-    trainer.logger="$LOGGER" \
-    trainer.project_name="$PROJECT" \
-    trainer.experiment_name="$EXPERIMENT" \
-    "${SFT_DEVICE_OVERRIDES[@]}" \
+ARGS=(
+    data.train_files="$TRAIN_FILE"
+    data.val_files="$VAL_FILE"
+    data.custom_cls.path="$SFT_DATASET_PATH"
+    data.custom_cls.name="$SFT_DATASET_NAME"
+    data.train_batch_size="$SFT_BATCH_SIZE"
+    data.micro_batch_size_per_gpu="$MICRO_BATCH_SIZE"
+    data.max_length="$SFT_MAX_LENGTH"
+    model.path="$MODEL_PATH"
+    optim.lr="$LR"
+    trainer.total_epochs="$TOTAL_EPOCHS"
+    trainer.total_training_steps="$TOTAL_TRAINING_STEPS"
+    trainer.n_gpus_per_node="$N_GPUS"
+    trainer.logger="$LOGGER"
+    trainer.project_name="$PROJECT"
+    trainer.experiment_name="$EXPERIMENT"
+    trainer.default_local_dir="$SFT_CHECKPOINT_DIR"
+    'checkpoint.save_contents=[model,optimizer,extra,hf_model]'   # + the HF folder the RL recipes start from
+    "${SFT_DEVICE_OVERRIDES[@]}"
     "$@"
+)
+rag_r1_preflight sft "${ARGS[@]}"
+torchrun --standalone --nnodes=1 --nproc_per_node="$N_GPUS" -m verl.trainer.sft_trainer "${ARGS[@]}"

@@ -387,3 +387,146 @@ def worker_tokenizer(config):
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(config.actor_rollout_ref.model.path)
+
+
+# -- one source of truth for the mode -----------------------------------------------------------------
+def _loop_with_kwargs(config, server, tok, **loop_kwargs):
+    """The loop as AgentLoopWorker builds an entry of agent_loop_config_path (its keys next to _target_)."""
+    import hydra
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    entry = {"_target_": "agentic_verl.agent_loops.rag_r1.RagR1AgentLoop", "name": "rag_r1_test", **loop_kwargs}
+    return hydra.utils.instantiate(entry, trainer_config=DictConfigWrap(config), server_manager=server,
+                                   tokenizer=tok, processor=None, hf_model_type="qwen2", dataset_cls=RLHFDataset,
+                                   data_config=DictConfigWrap(config.data), tools=ToolListWrap([]))
+
+
+@pytest.mark.parametrize("where", ["rollout.custom", "agent loop config"])
+def test_a_run_level_mode_that_disagrees_with_the_rows_mode_raises(where, qwen_dir, qwen_tokenizer,
+                                                                    retrieval_server):
+    """The data decides the mode (its prompts were written for it): a run-level mq against a row written for sq
+    is an error naming both and how to fix it, whichever run-level layer sets it; nothing is generated."""
+    import asyncio
+
+    tok = qwen_tokenizer
+    server = ScriptedServer(tok, ["<search> paris </search>", "<answer> Paris </answer>"])
+    row = sample(rag_r1_messages(QUESTION, mode="sq"), extra_info={"rag_r1": {"mode": "sq"}})
+    if where == "rollout.custom":
+        with pytest.raises(ValueError, match=r"rag_r1\.mode disagrees: the run sets 'mq' \(rollout\.custom\.rag_r1\)"
+                                             r".*extra_info\.rag_r1\.mode is 'sq'.*--mode"):
+            run_loop("rag_r1", _rag_config(qwen_dir, retrieval_server.url, mode="mq"), server, tok, SAMPLING, row)
+    else:
+        async def go():
+            loop = _loop_with_kwargs(_rag_config(qwen_dir, retrieval_server.url), server, tok, mode="mq")
+            return await loop.run(dict(SAMPLING), **row)
+
+        with pytest.raises(ValueError, match=r"the run sets 'mq' \(agent loop config\).*is 'sq'"):
+            asyncio.run(go())
+    assert server.calls == []
+
+
+@pytest.mark.parametrize("run_mode,row_mode,expected", [
+    ("sq", "sq", "sq"),  # both set, equal
+    (None, "sq", "sq"),  # only the row: a run that sets no mode
+    ("sq", None, "sq"),  # only the run (rows without extra_info.rag_r1)
+])
+def test_mode_from_the_run_or_the_row_when_they_agree(run_mode, row_mode, expected, qwen_dir, qwen_tokenizer,
+                                                      retrieval_server):
+    tok = qwen_tokenizer
+    server = ScriptedServer(tok, ["<search> capital of france, paris </search>", "<answer> Paris </answer>"])
+    fields = {"mode": run_mode} if run_mode else {}
+    extra_info = {"rag_r1": {"mode": row_mode}} if row_mode else {}
+    before = len(retrieval_server.service.calls)
+    out = _run(_rag_config(qwen_dir, retrieval_server.url, **fields), server, tok, mode=expected,
+               extra_info=extra_info)
+    assert out.extra_fields["rag_r1"]["mode"] == expected
+    assert retrieval_server.service.calls[before:] == [["capital of france, paris"]]  # sq: one query, commas kept
+
+
+# -- fail-fast on a dead retrieval server ---------------------------------------------------------------
+@pytest.fixture()
+def fresh_fail_fast_state():
+    from agentic_verl.agent_loops.rag_r1 import SEARCH_FAILURES
+
+    SEARCH_FAILURES.clear()
+    yield SEARCH_FAILURES
+    SEARCH_FAILURES.clear()
+
+
+def test_dead_server_stops_after_max_consecutive_search_failures(fresh_fail_fast_state, dead_url, qwen_dir,
+                                                                 qwen_tokenizer):
+    """Searches against a server that is down: the first failure is an observation (failure/tool_error, the run
+    goes on); the second in a row (max_consecutive_search_failures=2, across trajectories of this process)
+    raises SearchFailFastError naming the server; every later trajectory raises before generating anything."""
+    from agentic_verl.agent_loops.rag_r1 import SearchFailFastError
+
+    tok = qwen_tokenizer
+    config = _rag_config(qwen_dir, dead_url, max_consecutive_search_failures=2)
+    script = ["<search> capital of france </search>", "<answer> Paris </answer>"]
+
+    first = _run(config, ScriptedServer(tok, list(script)), tok)
+    assert _failure_counts(first) == {"tool_error": 1}
+    assert first.extra_fields["agent_metrics"]["failed_tool_calls"] == 1
+    assert first.extra_fields["rag_r1"]["answer"] == "Paris"
+    assert fresh_fail_fast_state.count(dead_url) == 1
+
+    with pytest.raises(SearchFailFastError, match=r"2 consecutive searches failed.*cannot reach "
+                                                  rf"{dead_url}/retrieve.*{dead_url}/health"):
+        _run(config, ScriptedServer(tok, list(script)), tok)
+
+    later = ScriptedServer(tok, list(script))
+    with pytest.raises(SearchFailFastError, match="max_consecutive_search_failures=2"):
+        _run(config, later, tok)
+    assert later.calls == []  # stopped before generating
+
+
+def test_fail_fast_counts_only_consecutive_failures_and_zero_never_stops(fresh_fail_fast_state, dead_url, qwen_dir,
+                                                                         qwen_tokenizer, retrieval_server):
+    """An answer from the server resets the streak (same URL: a server that came back), and 0 turns it off."""
+    from agentic_verl.agent_loops.rag_r1 import RagR1Config
+
+    tok = qwen_tokenizer
+    script = ["<search> capital of france </search>", "<answer> Paris </answer>"]
+    never = _rag_config(qwen_dir, dead_url, max_consecutive_search_failures=0)
+    for _ in range(3):
+        assert _failure_counts(_run(never, ScriptedServer(tok, list(script)), tok)) == {"tool_error": 1}
+    assert fresh_fail_fast_state.count(dead_url) == 3
+
+    fresh_fail_fast_state.failed(retrieval_server.url, 2, str)  # one failure of the live server's URL...
+    live = _rag_config(qwen_dir, retrieval_server.url, max_consecutive_search_failures=2)
+    assert _failure_counts(_run(live, ScriptedServer(tok, list(script)), tok)) == {}
+    assert fresh_fail_fast_state.count(retrieval_server.url) == 0  # ...forgotten after its answer
+    with pytest.raises(ValueError, match="max_consecutive_search_failures must be >= 0"):
+        RagR1Config(max_consecutive_search_failures=-1)
+
+
+def test_a_trajectory_that_ends_after_the_fail_fast_tripped_is_not_returned(fresh_fail_fast_state, qwen_dir,
+                                                                             qwen_tokenizer, retrieval_server):
+    """Another trajectory of the process reaches the limit while this one is generating (here: during its second
+    generation): this one's own search succeeded, but it raises at its end instead of becoming a training sample."""
+    from agentic_verl.agent_loops.rag_r1 import SearchFailFastError
+
+    tok = qwen_tokenizer
+    url = retrieval_server.url
+
+    class TripsDuringSecondTurn(ScriptedServer):
+        async def generate(self, request_id, **kwargs):
+            if len(self.calls) == 1:
+                with pytest.raises(SearchFailFastError):
+                    fresh_fail_fast_state.failed(url, 1, lambda n: "the server died (another trajectory)")
+            return await super().generate(request_id, **kwargs)
+
+    server = TripsDuringSecondTurn(tok, ["<search> paris </search>", "<answer> Paris </answer>"])
+    with pytest.raises(SearchFailFastError, match=r"the server died \(another trajectory\)"):
+        _run(_rag_config(qwen_dir, url, max_consecutive_search_failures=1), server, tok)
+    assert len(server.calls) == 2  # it ran to its end
+
+
+def test_protocol_doctests():
+    import doctest
+
+    from agentic_verl.agent_loops import rag_r1_protocol
+
+    result = doctest.testmod(rag_r1_protocol)
+    assert result.attempted >= 3 and result.failed == 0

@@ -6,11 +6,15 @@ What it proves: real queries reach the server; the stop tag's tokens come back i
 rollout and trainer log-probs agree (verl's own metrics) and stop agreeing when the weight sync is skipped
 (negative control); vLLM's weights are the model folder's after the initial sync and change every step; after
 verl's sleep/wake cycle (no-ops on CPU, where vLLM has no sleep mode) the engine serves the synced weights; the
-multi-turn token layout holds; the run leaves no process or /dev/shm segment behind."""
+multi-turn token layout holds; the agent metrics reach verl's training-step log; and when the retrieval server
+dies mid-run the rag_r1 fail-fast stops the run with its error in the log; either way the run leaves no process
+or /dev/shm segment behind."""
 
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -28,6 +32,8 @@ QUESTIONS = [
 RUN = {"TRAIN_BATCH_SIZE": "2", "PPO_MINI_BATCH_SIZE": "2", "MICRO_BATCH_SIZE": "4", "ROLLOUT_N": "4",
        "MAX_PROMPT_LENGTH": "512", "MAX_RESPONSE_LENGTH": "160", "MAX_TURNS": "1", "RAG_MODE": "sq",
        "ROLLOUT_NAME": "vllm", "TOTAL_TRAINING_STEPS": "2"}
+# The GRPO run's fail-fast limit: consecutive failed searches before the rag_r1 loop stops the run.
+FAIL_FAST_AFTER = 2
 LOOP = ["+actor_rollout_ref.rollout.custom.rag_r1.max_tokens_per_turn=32",
         "+actor_rollout_ref.rollout.custom.rag_r1.max_obs_length=64",
         "actor_rollout_ref.rollout.max_model_len=1024"]
@@ -101,6 +107,27 @@ def check_trajectory_tokens(record: dict, tokenizer) -> int:
     return searches
 
 
+class StopServerAfterStep(threading.Thread):
+    """Stops `server` as soon as verl's file logger has written step `step`'s metrics (the next step's rollout
+    then meets a dead server); records how many /retrieve requests the server had answered by then."""
+
+    def __init__(self, server, metrics_path: Path, step: int):
+        super().__init__(daemon=True)
+        self.server, self.metrics_path, self.step = server, metrics_path, step
+        self.done = threading.Event()
+        self.requests_before_stop: int | None = None
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            lines = self.metrics_path.read_text().splitlines() if self.metrics_path.exists() else []
+            if any(json.loads(line)["data"].get("training/global_step") == self.step for line in lines if line):
+                metrics = httpx.get(self.server.url + "/metrics", timeout=10).json()
+                self.requests_before_stop = metrics["requests"]["total"]
+                self.server.stop()
+                return
+            time.sleep(0.5)
+
+
 def _assert_ran(run: RecipeRun, steps: int) -> None:
     assert run.returncode == 0, run.tail()
     assert [m["training/global_step"] for m in run.metrics] == list(range(1, steps + 1)), run.tail()
@@ -119,35 +146,70 @@ def few_shot_data(tmp_path_factory):
     return write_few_shot_data(tmp_path_factory.mktemp("vllm_data"))
 
 
-def test_grpo_through_verls_vllm_rollout_on_cpu(smollm2_dir, retrieval_server, few_shot_data, tmp_path):
+def test_grpo_through_verls_vllm_rollout_on_cpu_and_fail_fast_when_the_server_dies(smollm2_dir, tiny_index_dir,
+                                                                                    few_shot_data, tmp_path):
+    """Steps 1-2 against a live retrieval server (its own: the test stops it); the moment step 2's metrics are
+    logged the server is stopped, so step 3's searches fail: after FAIL_FAST_AFTER of them in a row the rag_r1 loop
+    raises, every later sample fails at once, and verl stops the run at the first step with nothing left to train
+    on (step 3, or step 4 when some step-3 samples finished before the limit was reached; the cap of 5 steps is
+    never meant to be reached)."""
     from transformers import AutoTokenizer
+
+    from agentic_verl.retrieval.server import ServerProcess
 
     train, test = few_shot_data
     dumps = tmp_path / "trajectories"
-    queries_before = httpx.get(retrieval_server.url + "/metrics", timeout=10).json()["requests"]["total"]
-    run = run_recipe("rag_r1/grpo.sh", tmp_path, {
-        **RUN, "MODEL_PATH": str(smollm2_dir), "TRAIN_FILE": str(train), "VAL_FILE": str(test),
-        "RETRIEVAL_URL": retrieval_server.url, "AGENTIC_VERL_TRAJECTORY_DIR": str(dumps),
-    }, [*LOOP, "actor_rollout_ref.actor.optim.lr=1e-5", "trainer.test_freq=2",
-        "actor_rollout_ref.actor.use_kl_loss=False"], timeout_s=1200)  # no reference model: ~15% less per step
+    with ServerProcess(["--index", str(tiny_index_dir)], log_path=tmp_path / "server.log",
+                       startup_timeout_s=240) as server:
+        stopper = StopServerAfterStep(server, tmp_path / "metrics.jsonl", step=2)
+        stopper.start()
+        try:
+            run = run_recipe("rag_r1/grpo.sh", tmp_path, {
+                **RUN, "TOTAL_TRAINING_STEPS": "5", "MODEL_PATH": str(smollm2_dir), "TRAIN_FILE": str(train),
+                "VAL_FILE": str(test), "RETRIEVAL_URL": server.url, "AGENTIC_VERL_TRAJECTORY_DIR": str(dumps),
+            }, [*LOOP, "actor_rollout_ref.actor.optim.lr=1e-5", "trainer.test_freq=2",
+                "actor_rollout_ref.actor.use_kl_loss=False",  # no reference model: ~15% less per step
+                f"+actor_rollout_ref.rollout.custom.rag_r1.max_consecutive_search_failures={FAIL_FAST_AFTER}"],
+                timeout_s=1500)
+        finally:
+            stopper.done.set()
+            stopper.join(timeout=30)
     print(f"vllm e2e: {run.seconds:.1f}s; step times {[round(m['timing_s/step'], 1) for m in run.metrics]}")
-    _assert_ran(run, steps=2)
+    assert "ok    retrieval" in run.log and "agentic-verl preflight rag-r1 (grpo)" in run.log  # checked first
+
+    # The fail-fast: the server died after step 2, and the run stopped with the loop's error instead of training on.
+    assert stopper.requests_before_stop is not None, run.tail()
+    assert run.returncode != 0, run.tail()
+    assert f"rag_r1 fail-fast: {FAIL_FAST_AFTER} consecutive searches failed" in run.log, run.tail()
+    assert f"the retrieval server at {server.url} looks down" in run.log
+    steps = [m["training/global_step"] for m in run.metrics]
+    assert steps[:2] == [1, 2] and len(steps) <= 3, steps
+    assert run.leftovers == [], run.leftovers
+    first_two = run.metrics[:2]
+
     assert "vLLMHttpServer" in run.log  # verl's own vLLM server ran the rollout, not our hf backend
     assert "sleep mode is not supported on CPU" in run.log  # verl's sleep/wake reached vLLM's CPU worker
 
     # vLLM started from dummy weights: the initial sync delivered the model folder's, and every step's update arrived.
-    assert len(run.syncs) == 3, run.syncs
-    assert run.syncs[0]["embed_checksum"] == embedding_checksum(smollm2_dir)
-    assert len({s["checksum"] for s in run.syncs}) == 3, run.syncs
+    syncs = run.syncs[:3]
+    assert len(syncs) == 3, run.syncs
+    assert syncs[0]["embed_checksum"] == embedding_checksum(smollm2_dir)
+    assert len({s["checksum"] for s in syncs}) == 3, syncs
     # Rollout and trainer agree at both steps; step 2 generated after a sleep/wake cycle, so wake served the sync.
-    for m in run.metrics:
+    for m in first_two:
         assert weights_in_sync(m), {k: v for k, v in m.items() if "rollout_probs" in k or "k3" in k}
         # qa_em's 0/1 exact match over 2 questions x 4 samples (a step whose groups all agree has zero advantages
         # and a zero gradient; AdamW's weight decay still moves the weights, so the sync checks above hold)
         assert round(m["critic/score/mean"] * 8) == m["critic/score/mean"] * 8
+        # the loop's trace reached the training step's metrics (AgentMetricsReplayBuffer); the server was up
+        assert m["agent/traced/mean"] == 1.0 and m["agent/failure/tool_error/mean"] == 0.0
+        assert m["agent/failure/timeout/mean"] == 0.0
+    assert any(m["agent/num_searches/mean"] > 0 for m in first_two)
+    if len(run.metrics) == 3:  # step 3 trained on the samples that finished: their failed searches are in its metrics
+        assert run.metrics[2]["agent/failure/tool_error/mean"] > 0
 
     # The policy searched: queries reached the live server, and the token layout is what verl trains on.
-    assert httpx.get(retrieval_server.url + "/metrics", timeout=10).json()["requests"]["total"] > queries_before
+    assert stopper.requests_before_stop > 0
     trajectories = read_trajectories(dumps)
     assert len(trajectories) >= 2 * 2 * 4  # 2 steps x 2 questions x 4 samples, plus validation
     tokenizer = AutoTokenizer.from_pretrained(smollm2_dir)

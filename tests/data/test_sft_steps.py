@@ -227,19 +227,17 @@ def test_turn_text_falls_back_to_the_tokenizer_for_dumps_without_text(world, loa
     assert texts == world["turns"]["two_hop"]
 
 
-@pytest.mark.parametrize("text", [
-    "<think> a </think>\n<search> Ada Bo </search>",  # think+search
-    "<think> a </think>\n<answer> Kilu </answer>",  # think+answer
-    "<search> x </search> then <answer> y </answer>",  # the first complete block decides
-    "<answer> y </answer><search> x </search>",
-    "<answer> Kilu",  # unclosed: neither
-    "<search> a </answer>",  # mismatched: neither
-    INVALID_TURN,  # no tag at all
+@pytest.mark.parametrize("text, kind", [
+    ("<think> a </think>\n<search> Ada Bo </search>", "search"),  # think+search
+    ("<think> a </think>\n<answer> Kilu </answer>", "answer"),  # think+answer
+    ("<search> x </search> then <answer> y </answer>", "search"),  # the first complete block decides
+    ("<answer> y </answer><search> x </search>", "answer"),
+    ("<answer> Kilu", None),  # unclosed: neither
+    ("<search> a </answer>", None),  # mismatched: neither
+    (INVALID_TURN, None),  # no tag at all
 ])
-def test_turn_kind_is_the_loops_own_action_rule(text):
-    from agentic_verl.agent_loops.rag_r1 import parse_action
-
-    assert turn_kind(text) == parse_action(text)[0]
+def test_turn_kind_follows_the_loops_action_rule(text, kind):
+    assert turn_kind(text) == kind
 
 
 def test_cut_samples_on_a_hand_made_layout():

@@ -1,0 +1,60 @@
+"""`AgentMetricsReplayBuffer`: verl's sync replay buffer, plus our trajectory metrics in every training step's log.
+
+verl 0.9.1's trainer (trainer/ppo/v1) logs no per-trajectory values from an agent loop at training steps: neither
+`AgentLoopOutput.metrics` nor a reward manager's `reward_extra_info` reach the step metrics (validation does log
+the latter, see trace_reward.py). What a step does log is the metrics dict its replay buffer's `sample()` returns.
+verl lets a run name its own replay buffer (`trainer.v1.sampler.custom_sampler.{path,name}`), so this smallest
+adapter samples exactly as verl's `ReplayBuffer` does, then reads the sampled trajectories' `extra_fields`
+from verl's TransferQueue (as verl's own `_compute_metrics` does for speculative-decoding stats) and adds
+`trace.batch_metrics(...)`: `agent/<metric>/mean` (searches, tool calls, failure/<category>, latencies, ...) and
+`agent/tool_call_failure_rate`, once per training step.
+
+    trainer.v1.sampler.custom_sampler.path=pkg://agentic_verl.agent_loops.trace_sampler
+    trainer.v1.sampler.custom_sampler.name=AgentMetricsReplayBuffer
+
+Limits: verl builds a custom sampler without its group-filtering arguments, so DAPO's `algorithm.filter_groups`
+and `trainer.v1.sampler.sync_refill_failed_groups` are not available with it; and it is the sync trainer's buffer
+(verl's default `trainer.v1.trainer_mode=sync`): another mode is refused at construction.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
+
+from agentic_verl.agent_loops.trace import METRICS_FIELD, batch_metrics
+
+logger = logging.getLogger(__name__)
+
+
+class AgentMetricsReplayBuffer(ReplayBuffer):
+    """verl's sync `ReplayBuffer`; `sample()` also returns the batch's `agent/...` metrics (training partition)."""
+
+    def __init__(self, trainer_mode: str, *args, **kwargs):
+        if trainer_mode != "sync":
+            raise ValueError(f"AgentMetricsReplayBuffer is verl's sync replay buffer; trainer.v1.trainer_mode is "
+                             f"{trainer_mode!r}. Unset trainer.v1.sampler.custom_sampler for other modes.")
+        super().__init__(trainer_mode, *args, **kwargs)
+
+    def sample(self, global_steps: int, partition_id: str, batch_size: int):
+        batch, metrics = super().sample(global_steps, partition_id, batch_size)
+        if partition_id == "train" and batch.keys:
+            metrics = {**metrics, **_agent_metrics(batch)}
+        return batch, metrics
+
+
+def _agent_metrics(batch) -> dict[str, float]:
+    """Read `extra_fields` of the batch's trajectories from the TransferQueue and reduce their agent metrics."""
+    import transfer_queue as tq
+
+    keys = [key for key, tag in zip(batch.keys, batch.tags, strict=False) if not tag.get("is_padding", False)]
+    if not keys:
+        return {}
+    try:
+        data = tq.kv_batch_get(keys=keys, partition_id=batch.partition_id, select_fields=["extra_fields"])
+        extra_fields = data.pop("extra_fields").tolist()
+    except Exception as exc:  # metrics must never stop a training step
+        logger.warning("agent metrics: cannot read extra_fields of the sampled batch: %s: %s", type(exc).__name__, exc)
+        return {}
+    return batch_metrics(fields.get(METRICS_FIELD) if isinstance(fields, dict) else None for fields in extra_fields)

@@ -1,0 +1,69 @@
+"""`agentic-verl preflight rag-r1 | data-mode`: the checks the RAG-R1 recipes run before they launch verl.
+
+    agentic-verl preflight rag-r1 --stage grpo --train data/rag_r1/train.parquet --val data/rag_r1/test.parquet \\
+        --model Qwen/Qwen2.5-7B-Instruct --retrieval-url http://127.0.0.1:8000 --n-gpus 8 --gpu-memory-gb 80
+    agentic-verl preflight rag-r1 --stage grpo -- data.train_files=... actor_rollout_ref.model.path=...  # as verl gets them
+    agentic-verl preflight data-mode data/rag_r1/train.parquet       # prints sq or mq
+
+Prints every finding (ok / note / FAIL) and exits 1 when anything FAILs (see agentic_verl/preflight.py).
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("preflight", help="check data, models, retrieval server and GPU memory before a "
+                                                     "recipe launches verl")
+    sub = parser.add_subparsers(dest="preflight_command", metavar="CHECK")
+    parser.set_defaults(handler=lambda args: parser.print_help() or 2)
+
+    p = sub.add_parser("rag-r1", help="the RAG-R1 recipes (sft.sh, ppo.sh, grpo.sh)")
+    p.add_argument("--stage", required=True, choices=("sft", "ppo", "grpo"))
+    p.add_argument("--train", help="training parquet (or set by data.train_files=...)")
+    p.add_argument("--val", help="validation parquet (optional)")
+    p.add_argument("--model", help="policy model: a local folder or a Hub id")
+    p.add_argument("--critic-model", help="ppo: the critic's model (default: --model)")
+    p.add_argument("--retrieval-url", help="the /retrieve server (ppo, grpo)")
+    p.add_argument("--mode", choices=("sq", "mq"), help="the run's mode (RAG_MODE); must match the data's")
+    p.add_argument("--device", choices=("cuda", "cpu"), help="cpu skips the GPU memory budget")
+    p.add_argument("--n-gpus", type=int, help="GPUs per node")
+    p.add_argument("--nnodes", type=int)
+    p.add_argument("--gpu-memory-gb", type=float, help="memory of one GPU in GiB (default: nvidia-smi)")
+    p.add_argument("--gpu-memory-utilization", type=float, help="vLLM's share of a GPU (default: verl's 0.5)")
+    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
+                   help="the verl overrides the recipe launches with (after --); they win over the flags")
+    p.set_defaults(handler=_rag_r1)
+
+    p = sub.add_parser("data-mode", help="print the mode (sq or mq) a rag_r1 parquet was written for")
+    p.add_argument("file")
+    p.set_defaults(handler=_data_mode)
+
+
+def _rag_r1(args) -> int:
+    from agentic_verl.preflight import RagR1Settings, check_rag_r1, settings_from_overrides
+
+    flags = {"train": args.train, "val": args.val, "model": args.model, "critic_model": args.critic_model,
+             "retrieval_url": args.retrieval_url, "mode": args.mode, "device": args.device, "n_gpus": args.n_gpus,
+             "nnodes": args.nnodes, "gpu_memory_gb": args.gpu_memory_gb,
+             "gpu_memory_utilization": args.gpu_memory_utilization}
+    settings = RagR1Settings(stage=args.stage, **{k: v for k, v in flags.items() if v is not None})
+    settings = settings_from_overrides(settings, args.overrides)
+    if settings.val in ("null", ""):
+        settings.val = None
+    report = check_rag_r1(settings)
+    print(f"agentic-verl preflight rag-r1 ({args.stage}):")
+    print(report.render(), flush=True)
+    if report.problems:
+        print(f"preflight: {len(report.problems)} problem(s); not launching. Fix them, or skip every check with "
+              "PREFLIGHT=0.", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _data_mode(args) -> int:
+    from agentic_verl.data.rag_r1_parquet import read_mode
+
+    print(read_mode(args.file))
+    return 0

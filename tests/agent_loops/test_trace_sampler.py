@@ -1,0 +1,64 @@
+"""Training-step agent metrics: `trace.batch_metrics` (table-driven) and the `AgentMetricsReplayBuffer` that carries
+them into verl's step log (constructed as verl constructs a custom sampler). That the metrics reach a real run's
+log is checked end to end in tests/cpu/test_e2e_vllm.py."""
+
+from __future__ import annotations
+
+import doctest
+
+import pytest
+from omegaconf import OmegaConf
+
+from agentic_verl.agent_loops import trace
+from agentic_verl.agent_loops.trace import METRIC_KEYS, TrajectoryTrace, batch_metrics
+
+CALLS = {"num_tool_calls": 2.0, "failed_tool_calls": 1.0, "failure/tool_error": 1.0, "num_searches": 2.0}
+
+
+@pytest.mark.parametrize("samples,expected", [
+    # no traced sample (another loop, or nothing sampled): nothing to log
+    ([], {}),
+    ([None, "x"], {}),
+    # one traced sample: its values, and its failure share
+    ([CALLS], {"agent/num_tool_calls/mean": 2.0, "agent/failure/tool_error/mean": 1.0,
+               "agent/tool_call_failure_rate": 0.5, "agent/traced/mean": 1.0}),
+    # a failing and a clean sample plus an untraced one: means over the traced ones, the batch's failure rate
+    ([CALLS, {"num_tool_calls": 2.0}, None], {"agent/num_tool_calls/mean": 2.0, "agent/failure/tool_error/mean": 0.5,
+                                              "agent/num_searches/mean": 1.0, "agent/tool_call_failure_rate": 0.25,
+                                              "agent/traced/mean": 2 / 3}),
+    # no tool calls at all: a zero failure rate, not a division by zero
+    ([{"num_turns": 1.0}], {"agent/num_turns/mean": 1.0, "agent/tool_call_failure_rate": 0.0}),
+])
+def test_batch_metrics(samples, expected):
+    metrics = batch_metrics(samples)
+    for key, value in expected.items():
+        assert metrics[key] == pytest.approx(value), key
+    if metrics:  # every trace metric is present, so every step logs the same keys
+        assert {f"agent/{key}/mean" for key in METRIC_KEYS} <= set(metrics)
+
+
+def test_batch_metrics_of_real_traces_and_docstrings():
+    failing, clean = TrajectoryTrace("a", "rag_r1"), TrajectoryTrace("b", "rag_r1")
+    for t in (failing, clean):
+        t.add_turn(10, 0, 0.1)
+    failing.add_tool_call("search", {"queries": ["q"]}, "Search failed", 0.2, failure="tool_error", queries=1)
+    clean.add_tool_call("search", {"queries": ["q"]}, "Doc 1: ...", 0.1, queries=1)
+    metrics = batch_metrics([failing.metrics(), clean.metrics()])
+    assert metrics["agent/failed_tool_calls/mean"] == 0.5 and metrics["agent/tool_call_failure_rate"] == 0.5
+    assert metrics["agent/num_searches/mean"] == 1.0
+    result = doctest.testmod(trace)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_replay_buffer_is_verls_sync_buffer_and_refuses_other_modes():
+    from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
+
+    from agentic_verl.agent_loops.trace_sampler import AgentMetricsReplayBuffer
+
+    # the arguments verl's trainer passes a custom sampler (trainer_base._build_replay_buffer)
+    kwargs = dict(trainer_config=OmegaConf.create({}), max_off_policy_threshold=8, max_off_policy_strategy="drop",
+                  sampler_kwargs=OmegaConf.create({}), refill_fn=lambda n: None)
+    buffer = AgentMetricsReplayBuffer(trainer_mode="sync", **kwargs)
+    assert isinstance(buffer, ReplayBuffer) and buffer.filter_groups_metric is None
+    with pytest.raises(ValueError, match="sync replay buffer.*'colocate_async'"):
+        AgentMetricsReplayBuffer(trainer_mode="colocate_async", **kwargs)
