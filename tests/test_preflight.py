@@ -240,10 +240,11 @@ def test_read_mode_and_the_data_mode_command(capsys, rag_data, tmp_path):
 
 
 def test_docstring_examples():
-    import agentic_verl.agent_loops.fail_fast as fail_fast
-    import agentic_verl.preflight as preflight
+    import importlib
 
-    for module in (preflight, fail_fast):
+    modules = [importlib.import_module(f"agentic_verl.{name}") for name in (
+        "agent_loops.fail_fast", "preflight.settings", "preflight.model_checks", "preflight.gpu_memory")]
+    for module in modules:
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__
 

@@ -5,7 +5,7 @@
     agentic-verl preflight rag-r1 --stage grpo -- data.train_files=... actor_rollout_ref.model.path=...  # as verl gets them
     agentic-verl preflight data-mode data/rag_r1/train.parquet       # prints sq or mq
 
-Prints every finding (ok / note / FAIL) and exits 1 when anything FAILs (see agentic_verl/preflight.py).
+Prints every finding (ok / note / FAIL) and exits 1 when anything FAILs (see agentic_verl/preflight/).
 """
 
 from __future__ import annotations

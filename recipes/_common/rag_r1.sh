@@ -29,7 +29,7 @@ rag_r1_data_mode() {
 }
 
 # rag_r1_preflight STAGE VERL_OVERRIDES...: `agentic-verl preflight rag-r1` on exactly the overrides verl will get
-#   (data, model, retrieval server, mode, GPU memory; see agentic_verl/preflight.py); exits the recipe on a
+#   (data, model, retrieval server, mode, GPU memory; see agentic_verl/preflight/); exits the recipe on a
 #   problem. PREFLIGHT=0 skips it. GPU_MEMORY_GB gives one GPU's memory where nvidia-smi cannot.
 rag_r1_preflight() {
     if [[ "${PREFLIGHT:-1}" == 0 ]]; then
