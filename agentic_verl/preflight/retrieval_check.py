@@ -8,9 +8,7 @@ from agentic_verl.preflight.settings import Report
 def check_retrieval(report: Report, url: str | None, question: str | None, timeout_s: float = 10.0) -> None:
     import asyncio
 
-    import httpx
-
-    from agentic_verl.retrieval.client import RetrievalClient, RetrievalError
+    from agentic_verl.retrieval.client import RetrievalClient, RetrievalError, health_problem
 
     if not url:
         report.problem("retrieval", "no retrieval URL given (RETRIEVAL_URL)")
@@ -18,13 +16,9 @@ def check_retrieval(report: Report, url: str | None, question: str | None, timeo
     base = url.rstrip("/").removesuffix("/retrieve")
     start = ("start one: agentic-verl serve retrieval --index INDEX_DIR --port PORT, or INDEX_DIR=... bash "
              "tools/launch_retrieval_server.sh bash recipes/rag_r1/<recipe>.sh")
-    try:
-        health = httpx.get(base + "/health", timeout=timeout_s, trust_env=False)
-    except httpx.HTTPError as exc:
-        report.problem("retrieval", f"no answer from {base}/health ({type(exc).__name__}: {exc}); {start}")
-        return
-    if health.status_code != 200:
-        report.problem("retrieval", f"{base}/health answered {health.status_code}: {health.text[:200]}")
+    problem = health_problem(base, timeout_s)
+    if problem is not None:
+        report.problem("retrieval", f"{problem}; {start}" if problem.startswith("no answer") else problem)
         return
     query = question or "test"
 

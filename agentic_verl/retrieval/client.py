@@ -161,3 +161,19 @@ def _parse_result(raw: bytes, n_queries: int, url: str) -> list[list[Passage]]:
         return parsed
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise RetrievalError("server_error", f"{url} sent a malformed answer: {type(exc).__name__}: {exc}") from exc
+
+
+def health_problem(url: str, timeout_s: float = 10.0) -> str | None:
+    """What is wrong with the server at `url` (its `GET /health`), or None when it answers 200. Checked before a
+    run starts (preflight, evaluation), so a dead server is an error then, not "Search failed" observations later.
+    """
+    import httpx
+
+    base = url.rstrip("/").removesuffix("/retrieve")
+    try:
+        health = httpx.get(base + "/health", timeout=timeout_s, trust_env=False)
+    except httpx.HTTPError as exc:
+        return f"no answer from {base}/health ({type(exc).__name__}: {exc})"
+    if health.status_code != 200:
+        return f"{base}/health answered {health.status_code}: {health.text[:200]}"
+    return None
