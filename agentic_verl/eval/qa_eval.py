@@ -107,30 +107,33 @@ def evaluate(settings: QAEvalSettings, engine=None) -> dict:
     """Run every question of every file; returns {"settings", "summary", "datasets", "questions"}.
 
     `engine`: anything with the engines' `generate`; default: built from the settings (and closed afterwards)."""
+    # everything that can be wrong with the inputs fails here, before an engine starts (~1 min for vLLM)
     check_retrieval_server(settings.retrieval_url)
+    items = load_datasets(settings)
+    tokenizer = load_tokenizer(settings.tokenizer_path)
     if engine is not None:
-        return asyncio.run(_evaluate(settings, engine))
+        return asyncio.run(_evaluate(settings, engine, tokenizer, items))
     if settings.endpoint is not None:
-        return asyncio.run(_evaluate(settings, _endpoint_engine(settings)))
+        from agentic_verl.generation.openai_endpoint import EndpointGenerationEngine
+
+        endpoint = EndpointGenerationEngine(settings.endpoint, settings.model_name, tokenizer,
+                                            default_max_tokens=settings.max_tokens_per_turn)
+        return asyncio.run(_evaluate(settings, endpoint, tokenizer, items))
     from agentic_verl.generation import open_engine
 
     with open_engine(settings.engine, settings.model, dtype=_dtype(settings.dtype),
                      max_batch_size=settings.concurrency, seed=settings.seed) as built:
-        return asyncio.run(_evaluate(settings, built))
+        return asyncio.run(_evaluate(settings, built, tokenizer, items))
 
 
 def check_retrieval_server(url: str) -> None:
     """Fail before the first question, not with a "Search failed" observation in every trajectory."""
-    import urllib.error
-    import urllib.request
+    from agentic_verl.retrieval.client import health_problem
 
-    try:
-        with urllib.request.urlopen(f"{url.rstrip('/')}/health", timeout=10) as response:
-            if response.status != 200:
-                raise RuntimeError(f"retrieval server {url} is not healthy (HTTP {response.status})")
-    except (urllib.error.URLError, OSError) as exc:
-        raise RuntimeError(f"retrieval server {url} is not reachable ({exc}); start one with "
-                           "`agentic-verl serve retrieval --index DIR`") from None
+    problem = health_problem(url)
+    if problem is not None:
+        raise RuntimeError(f"retrieval server {url} is not reachable or not healthy ({problem}); start one with "
+                           "`agentic-verl serve retrieval --index DIR`")
 
 
 def _dtype(dtype: str) -> str:
@@ -141,17 +144,14 @@ def _dtype(dtype: str) -> str:
     return "bfloat16" if torch.cuda.is_available() else "float32"
 
 
-def _endpoint_engine(s: QAEvalSettings):
+def load_tokenizer(path: str):
     from transformers import AutoTokenizer
 
-    from agentic_verl.generation.openai_endpoint import EndpointGenerationEngine
-
     try:
-        tokenizer = AutoTokenizer.from_pretrained(s.tokenizer_path)
+        return AutoTokenizer.from_pretrained(path)
     except OSError as exc:
-        raise ValueError(f"cannot load the tokenizer {s.tokenizer_path!r} ({exc}); pass --tokenizer with the "
-                         "served model's folder") from None
-    return EndpointGenerationEngine(s.endpoint, s.model_name, tokenizer, default_max_tokens=s.max_tokens_per_turn)
+        raise ValueError(f"cannot load the tokenizer {path!r} ({exc}); pass --tokenizer with the model's "
+                         "folder") from None
 
 
 def load_datasets(s: QAEvalSettings) -> list[tuple[str, dict, dict]]:
@@ -170,9 +170,7 @@ def load_datasets(s: QAEvalSettings) -> list[tuple[str, dict, dict]]:
     return items
 
 
-async def _evaluate(s: QAEvalSettings, engine) -> dict:
-    from transformers import AutoTokenizer
-
+async def _evaluate(s: QAEvalSettings, engine, tokenizer, items: list[tuple[str, dict, dict]]) -> dict:
     from agentic_verl.agent_loops.in_process import (
         EngineServerManager,
         loop_trainer_config,
@@ -187,8 +185,6 @@ async def _evaluate(s: QAEvalSettings, engine) -> dict:
     check = getattr(engine, "check", None)
     if check is not None:
         await check()  # an endpoint that is down or serves another model fails here, before any question
-    items = load_datasets(s)
-    tokenizer = AutoTokenizer.from_pretrained(s.tokenizer_path)
     server = EngineServerManager(engine)
     config = loop_trainer_config(s.response_length, custom={"rag_r1": {
         "retrieval_url": s.retrieval_url, "max_turns": s.max_turns, "max_tokens_per_turn": s.max_tokens_per_turn,
