@@ -22,7 +22,7 @@ trajectory wall time, total wall time and engine start-up seconds.
 
     .venv/bin/python benchmarks/bench_rollout.py --engines hf,vllm [--questions 16] [--threads 1]
 
-What runs: `agentic-verl eval search`'s code path (agentic_verl/eval/search_eval.py: the rag_r1 loop, built per
+What runs: `agentic-verl eval qa`'s code path (agentic_verl/eval/qa_eval.py: the rag_r1 loop, built per
 trajectory from verl's registry) with SmolLM2-135M-Instruct, temperature 1.0 and a fixed engine seed, over the first
 N test questions of a toy world (`agentic-verl data toy-world`) with its bm25s index (`agentic-verl index build`)
 served by the real retrieval server on loopback (`agentic-verl serve retrieval`). `hf` is HFGenerationEngine
@@ -207,12 +207,11 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def run_engine(name: str, model: Path, settings, warmup_prompt: list[int]) -> dict:
-    from agentic_verl.eval.search_eval import evaluate
-
+    from agentic_verl.eval.qa_eval import evaluate
     from agentic_verl.generation import open_engine
 
     started = time.perf_counter()
-    with open_engine(name, model, dtype="float32", max_batch_size=settings.batch_size, seed=settings.seed) as engine:
+    with open_engine(name, model, dtype="float32", max_batch_size=settings.concurrency, seed=settings.seed) as engine:
         startup = time.perf_counter() - started
         # at the batch's temperature: vLLM's CPU sampler torch.compiles its random sampling on first use
         asyncio.run(engine.generate(warmup_prompt, {"temperature": settings.temperature, "max_tokens": 4},
@@ -231,12 +230,12 @@ def engines_main(args) -> int:
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))  # vLLM's processes inherit it
     os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
     import torch
-    from agentic_verl.eval.search_eval import EvalSettings
     from transformers import AutoTokenizer
 
     from agentic_verl.cpu.models import smollm2_hf_dir
     from agentic_verl.data.qa_formats import load_questions
     from agentic_verl.data.toy_world import build_world, write_world
+    from agentic_verl.eval.qa_eval import QAEvalSettings
     from agentic_verl.generation import ENGINES
     from agentic_verl.retrieval.index import build_index
     from agentic_verl.retrieval.server import ServerProcess
@@ -257,10 +256,12 @@ def engines_main(args) -> int:
         warmup = tokenizer.apply_chat_template([{"role": "user", "content": "Hi"}], add_generation_prompt=True,
                                                tokenize=True, return_dict=False)
         with ServerProcess(["--index", str(Path(tmp) / "index")]) as server:
-            settings = EvalSettings(model=str(model), questions=str(world / "test.jsonl"), retrieval_url=server.url,
-                                    limit=args.questions, mode="sq", temperature=args.temperature,
-                                    max_turns=args.max_turns, max_tokens_per_turn=args.max_tokens_per_turn,
-                                    batch_size=args.questions, seed=args.seed)
+            # the settings the measured rows in the README used (eval search's defaults then)
+            settings = QAEvalSettings(data=[str(world / "test.jsonl")], retrieval_url=server.url, model=str(model),
+                                      limit=args.questions, mode="sq", temperature=args.temperature, top_p=1.0,
+                                      max_turns=args.max_turns, max_tokens_per_turn=args.max_tokens_per_turn,
+                                      response_length=1024, topk=3, normalizer="squad",
+                                      concurrency=args.questions, seed=args.seed)
             rows = [run_engine(name, model, settings, warmup) for name in args.engines]
 
     print(f"rag_r1 in-process, SmolLM2-135M-Instruct fp32, {args.questions} toy-world test questions x 1 sample, "
