@@ -35,6 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
+from agentic_verl.retrieval.auth import auth_headers
+
 HERE = Path(__file__).resolve().parent
 DEFAULT_CACHE = Path(os.environ.get("TMPDIR", "/tmp")) / "agentic_verl_bench_retrieval"
 N_QUERIES = 60_000
@@ -204,7 +206,8 @@ async def _loadgen(args) -> dict:
     errors: list[str] = []
     # One client (one keep-alive connection) per simulated caller, like one tool instance per rollout worker;
     # a single AsyncClient with a 64-connection pool spends more CPU managing the pool than sending requests.
-    clients = [httpx.AsyncClient(limits=httpx.Limits(max_connections=1), timeout=120.0, trust_env=False)
+    clients = [httpx.AsyncClient(limits=httpx.Limits(max_connections=1), timeout=120.0, trust_env=False,
+                                 headers=auth_headers())  # the server's token, when one is exported
                for _ in range(args.concurrency)]
     counter = iter(range(warmup + n))
 

@@ -14,6 +14,9 @@ os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HOME", os.path.join(tempfile.gettempdir(), "agentic_verl_hf_home"))
+# A retrieval token exported in the developer's shell would make every loopback test server demand it; the
+# tests that exercise the token set it themselves.
+os.environ.pop("AGENTIC_VERL_RETRIEVAL_TOKEN", None)
 
 
 def _has_cuda() -> bool:

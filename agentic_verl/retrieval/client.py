@@ -8,6 +8,10 @@ Every call sends one request for all its queries, has a timeout, and is retried 
 exponential backoff) only when retrying can help: timeouts, connection errors and 5xx answers.
 A 4xx answer means the request itself is wrong and is not retried. Failures raise `RetrievalError`
 with a `category` that callers (the search tool) turn into metrics.
+
+When AGENTIC_VERL_RETRIEVAL_TOKEN is set (or `token=` is given), every request carries
+`Authorization: Bearer <token>` (see agentic_verl.retrieval.auth). A 401 is a `server_error` (the policy's
+arguments are not at fault; the setup is), not retried, and says which variable to set.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import weakref
 # concurrent requests (encode/httpcore#1035); at 64 concurrent trajectories it dominated rollout time.
 import aiohttp
 
+from agentic_verl.retrieval.auth import TOKEN_ENV, auth_headers
 from agentic_verl.retrieval.protocol import Passage
 
 CATEGORIES = ("timeout", "server_error", "bad_arguments")
@@ -40,7 +45,8 @@ class RetrievalError(Exception):
 
 class RetrievalClient:
     """Talks to one retrieval server. Safe to share between coroutines, and between event loops
-    (an `aiohttp.ClientSession` and a semaphore are created lazily for each loop that uses the client)."""
+    (an `aiohttp.ClientSession` and a semaphore are created lazily for each loop that uses the client).
+    `token`: the server's shared token; default: AGENTIC_VERL_RETRIEVAL_TOKEN at construction, if set."""
 
     def __init__(
         self,
@@ -49,6 +55,7 @@ class RetrievalClient:
         max_retries: int = 2,
         backoff_s: float = 0.25,
         max_concurrency: int = 16,
+        token: str | None = None,
     ):
         if timeout_s <= 0 or max_retries < 0 or backoff_s < 0 or max_concurrency < 1:
             raise ValueError(
@@ -61,6 +68,7 @@ class RetrievalClient:
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.max_concurrency = max_concurrency
+        self._headers = auth_headers(token)
         # per event loop: (aiohttp session, semaphore); weak keys so a finished loop does not leak
         self._per_loop: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -70,7 +78,8 @@ class RetrievalClient:
         if session is None or session[0].closed:
             connector = aiohttp.TCPConnector(limit=self.max_concurrency, force_close=False)
             http = aiohttp.ClientSession(
-                connector=connector, timeout=aiohttp.ClientTimeout(total=self.timeout_s), trust_env=False
+                connector=connector, timeout=aiohttp.ClientTimeout(total=self.timeout_s), trust_env=False,
+                headers=self._headers,
             )
             session = (http, asyncio.Semaphore(self.max_concurrency))
             self._per_loop[loop] = session
@@ -104,6 +113,9 @@ class RetrievalClient:
             if status >= 500:
                 last_error = RetrievalError("server_error", f"{self.url} answered {status}: {_error_detail(body)}")
                 continue
+            if status in (401, 403):
+                raise RetrievalError("server_error", f"{self.url} refused the request ({status}): "
+                                     f"{_error_detail(body)}; {_token_hint(self._headers)}")
             if status >= 400:
                 raise RetrievalError("bad_arguments", f"{self.url} rejected the request ({status}): "
                                      f"{_error_detail(body)}")
@@ -122,6 +134,12 @@ class RetrievalClient:
         session = self._per_loop.pop(loop, None)
         if session is not None:
             await session[0].close()
+
+
+def _token_hint(headers: dict) -> str:
+    if headers:
+        return f"the token in {TOKEN_ENV} is not the server's"
+    return f"the server requires a token: set {TOKEN_ENV} to the server's"
 
 
 def _close_detached(http: aiohttp.ClientSession) -> None:
@@ -163,17 +181,21 @@ def _parse_result(raw: bytes, n_queries: int, url: str) -> list[list[Passage]]:
         raise RetrievalError("server_error", f"{url} sent a malformed answer: {type(exc).__name__}: {exc}") from exc
 
 
-def health_problem(url: str, timeout_s: float = 10.0) -> str | None:
+def health_problem(url: str, timeout_s: float = 10.0, token: str | None = None) -> str | None:
     """What is wrong with the server at `url` (its `GET /health`), or None when it answers 200. Checked before a
     run starts (preflight, evaluation), so a dead server is an error then, not "Search failed" observations later.
+    Sends the token like `RetrievalClient`, so a missing or wrong token is found here too.
     """
     import httpx
 
     base = url.rstrip("/").removesuffix("/retrieve")
+    headers = auth_headers(token)
     try:
-        health = httpx.get(base + "/health", timeout=timeout_s, trust_env=False)
+        health = httpx.get(base + "/health", timeout=timeout_s, trust_env=False, headers=headers)
     except httpx.HTTPError as exc:
         return f"no answer from {base}/health ({type(exc).__name__}: {exc})"
+    if health.status_code == 401 or (not headers and "www-authenticate" in health.headers):
+        return f"{base}/health answered {health.status_code} without its details: {_token_hint(headers)}"
     if health.status_code != 200:
         return f"{base}/health answered {health.status_code}: {health.text[:200]}"
     return None

@@ -7,6 +7,10 @@ Endpoints:
   GET  /health    {"status": "ok", "mode", "index": index_meta, "limits", ...}; 503 when the worker died
   GET  /metrics   request counts by status, latency histogram, cache hits/misses, batch sizes
 
+With a token (`serve(..., token=...)`; the command reads AGENTIC_VERL_RETRIEVAL_TOKEN, see retrieval/auth.py),
+every request needs `Authorization: Bearer <token>`: without it or with a wrong one the answer is a 401 and nothing
+else, except that `GET /health` without an Authorization header answers only its status (for load balancers).
+
 Bad input (malformed JSON, invalid UTF-8, wrong types, limits) gets a 4xx `{"error": "...", "status": n}`
 that says what is wrong; an exception in a backend gets a 500 with the reason, and the server stays up.
 
@@ -31,6 +35,7 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr, ValidationError
 
+from agentic_verl.retrieval.auth import TOKEN_ENV, bearer_matches, check_bind
 from agentic_verl.retrieval.service import RequestError, RetrievalService
 
 logger = logging.getLogger(__name__)
@@ -89,8 +94,13 @@ async def answer_retrieve(service: RetrievalService, body: bytes) -> tuple[int, 
         service.metrics.observe_request(status, time.perf_counter() - started)
 
 
+UNAUTHORIZED = {"error": f"unauthorized: send the server's token as 'Authorization: Bearer <token>' (agentic_verl "
+                         f"clients send {TOKEN_ENV} when it is set)", "status": 401}
+
+
 class RetrieveFastPath:
-    """The ASGI app the server runs: POST /retrieve is answered here, everything else by the FastAPI app.
+    """The ASGI app the server runs: the token check, then POST /retrieve is answered here, everything else by
+    the FastAPI app.
 
     Why not a FastAPI route: profiled with py-spy (--gil) at concurrency 64 on 2 cores with bm25s, FastAPI's
     middleware, routing and dependency layers took ~25% of the server's GIL time, as much per request as the
@@ -98,13 +108,17 @@ class RetrieveFastPath:
     per-request cost is not. Same validation, answers, limits and metrics as before.
     """
 
-    def __init__(self, app: FastAPI, service: RetrievalService):
-        self.app, self.service = app, service
+    def __init__(self, app: FastAPI, service: RetrievalService, token: str | None = None):
+        self.app, self.service, self._token = app, service, token
 
     def __getattr__(self, name):  # .state, .routes, ... of the FastAPI app
         return getattr(self.app, name)
 
     async def __call__(self, scope, receive, send):
+        if scope["type"] in ("http", "websocket") and self._token is not None:
+            authorization = next((value for name, value in scope["headers"] if name == b"authorization"), None)
+            if not bearer_matches(authorization, self._token):
+                return await self._refuse(scope, send, anonymous=authorization is None)
         if scope["type"] != "http" or scope["path"] != "/retrieve":
             return await self.app(scope, receive, send)
         headers = [(b"content-type", b"application/json")]
@@ -119,10 +133,18 @@ class RetrieveFastPath:
                 status, payload = exc.status, {"error": str(exc), "status": exc.status}
             else:
                 status, payload = await answer_retrieve(self.service, body)
-        data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        headers.append((b"content-length", str(len(data)).encode()))
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": data})
+        await _send_json(send, status, payload, headers)
+
+    async def _refuse(self, scope, send, anonymous: bool) -> None:
+        """401 and nothing else; `GET /health` without an Authorization header gets only the status."""
+        if scope["type"] == "websocket":  # no websocket routes; close before anything else happens
+            return await send({"type": "websocket.close", "code": 1008})
+        challenge = [(b"content-type", b"application/json"), (b"www-authenticate", b'Bearer realm="retrieval"')]
+        if anonymous and scope["path"] == "/health" and scope["method"] == "GET":
+            ok = self.service.healthy()
+            return await _send_json(send, 200 if ok else 503, {"status": "ok" if ok else "unhealthy"}, challenge)
+        self.service.metrics.observe_request(401, 0.0)
+        await _send_json(send, 401, UNAUTHORIZED, challenge)
 
     async def _read_body(self, scope, receive) -> bytes:
         limit = self.service.limits.max_body_bytes
@@ -143,9 +165,17 @@ class RetrieveFastPath:
                 return b"".join(chunks)
 
 
-def create_app(service: RetrievalService) -> RetrieveFastPath:
-    """The ASGI app (FastAPI for /health and /metrics, see RetrieveFastPath for /retrieve); closing it
-    (lifespan shutdown) closes the service."""
+async def _send_json(send, status: int, payload: dict, headers: list) -> None:
+    data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    await send({"type": "http.response.start", "status": status,
+                "headers": [*headers, (b"content-length", str(len(data)).encode())]})
+    await send({"type": "http.response.body", "body": data})
+
+
+def create_app(service: RetrievalService, token: str | None = None) -> RetrieveFastPath:
+    """The ASGI app (FastAPI for /health and /metrics, see RetrieveFastPath for /retrieve and the token check);
+    closing it (lifespan shutdown) closes the service. `service` may also be a `ReplicaPool` (retrieval/replicas.py).
+    """
     @contextlib.asynccontextmanager
     async def lifespan(app):
         yield
@@ -164,15 +194,22 @@ def create_app(service: RetrievalService) -> RetrieveFastPath:
     async def metrics():
         return JSONResponse(service.metrics.snapshot())
 
-    return RetrieveFastPath(app, service)
+    return RetrieveFastPath(app, service, token)
 
 
-def serve(service: RetrievalService, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning") -> None:
-    """Run the server until interrupted (SIGINT / SIGTERM), then close the service."""
+def serve(service: RetrievalService, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning",
+          token: str | None = None) -> None:
+    """Run the server until interrupted (SIGINT / SIGTERM), then close the service. With `token`, every request
+    needs it (see the module docstring); a host other than loopback without one raises ValueError."""
     import uvicorn
 
-    config = uvicorn.Config(create_app(service), host=host, port=port, log_level=log_level, access_log=False,
-                            timeout_graceful_shutdown=5)
+    try:
+        check_bind(host, token)
+    except ValueError:
+        service.close()
+        raise
+    config = uvicorn.Config(create_app(service, token), host=host, port=port, log_level=log_level,
+                            access_log=False, timeout_graceful_shutdown=5)
     try:
         uvicorn.Server(config).run()
     finally:
@@ -189,13 +226,16 @@ class ServerProcess:
     """`agentic-verl serve retrieval ARGS` in a subprocess on 127.0.0.1:<free port>; a context manager.
 
     >>> # with ServerProcess(["--index", "my_index"]) as server: RetrievalClient(server.url) ...
+
+    `env` adds to (or overrides) this process's environment for the server, e.g. {TOKEN_ENV: token}.
     """
 
     def __init__(self, args: list[str], port: int | None = None, startup_timeout_s: float = 60.0,
-                 log_path: str | Path | None = None):
+                 log_path: str | Path | None = None, env: dict[str, str] | None = None):
         self.host, self.port = "127.0.0.1", port or free_port()
         self.url = f"http://{self.host}:{self.port}"
         self._args, self._timeout, self._log_path = list(args), startup_timeout_s, log_path
+        self._env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         self.process: subprocess.Popen | None = None
 
     def start(self) -> ServerProcess:
@@ -205,7 +245,7 @@ class ServerProcess:
                    "--host", self.host, "--port", str(self.port)]
         log = open(self._log_path, "wb") if self._log_path else subprocess.DEVNULL  # noqa: SIM115
         self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT if self._log_path else None,
-                                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                        env=self._env)
         if self._log_path:
             log.close()
         deadline = time.monotonic() + self._timeout

@@ -130,8 +130,9 @@ class ServiceMetrics:
             self.backend_seconds += seconds
 
     def count(self, name: str, n: int = 1) -> None:
+        """Add `n` to the counter `name` (a new name starts at 0; the replica front adds its own)."""
         with self._lock:
-            self.counters[name] += n
+            self.counters[name] = self.counters.get(name, 0) + n
 
     def snapshot(self) -> dict:
         def histogram(buckets, counts):
