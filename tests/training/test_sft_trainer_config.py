@@ -1,0 +1,56 @@
+"""Every shipped SFT trainer config composes over verl's own `sft_trainer_engine`, with each loss of the `loss`
+group, into a config whose loss builds."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import agentic_verl.training
+from agentic_verl.training.sft_losses import SFT_LOSSES, SRMLLoss, TokenMeanLoss, build_sft_loss
+
+CONFIG_DIR = Path(agentic_verl.training.__file__).parent / "config"
+CONFIGS = sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))
+LOSSES = sorted(p.stem for p in (CONFIG_DIR / "loss").glob("*.yaml"))
+
+
+def _compose(name: str, overrides: list[str]):
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
+        return compose(config_name=name, overrides=overrides)
+
+
+def test_the_loss_group_lists_every_registered_loss():
+    assert CONFIGS == ["funreason", "sft_trainer"]
+    assert LOSSES == SFT_LOSSES.names() == ["sft", "srml"]
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("name", CONFIGS)
+def test_configs_compose_and_their_loss_builds(name, loss):
+    from omegaconf import OmegaConf
+
+    config = _compose(name, [f"loss={loss}", "model.path=/models/m"])
+    assert config.model.path == "/models/m" and "engine" in config and "optim" in config  # verl's own sections
+    built = build_sft_loss(config.loss.name, OmegaConf.to_container(config.loss.kwargs))
+    assert isinstance(built, {"sft": TokenMeanLoss, "srml": SRMLLoss}[loss])
+    if loss == "srml":
+        assert built.alpha().item() == pytest.approx(0.7) and not built.learnable
+
+
+def test_defaults_sft_trainer_is_verls_loss_funreason_is_srml():
+    assert _compose("sft_trainer", []).loss.name == "sft"
+    funreason = _compose("funreason", [])
+    assert funreason.loss.name == "srml" and funreason.trainer.experiment_name == "funreason_srml"
+    assert funreason.data.custom_cls.path == "pkg://agentic_verl.data.fc_sft_dataset"
+
+
+def test_the_entry_point_uses_this_folder():
+    from agentic_verl.training import sft_trainer
+
+    assert os.path.isfile(Path(sft_trainer.__file__).parent / "config" / "sft_trainer.yaml")
