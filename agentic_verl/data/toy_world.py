@@ -215,8 +215,19 @@ def _questions(world: World, rng: random.Random, test_fraction: float) -> list[d
     for i, (subject, q) in enumerate(out):
         split = "test" if subject in test_subjects else "train"
         questions.append({"id": f"{DATA_SOURCE}_{i}", **q, "split": split, "data_source": DATA_SOURCE})
-    rng.shuffle(questions)  # mixed kinds and hop counts in file order, so `--limit N` takes a fair sample
+    rng.shuffle(questions)  # mixed kinds in file order, so `--limit N` takes a fair sample
     return questions
+
+
+def _alternate_hops(questions: list[dict]) -> list[dict]:
+    """One-hop and two-hop questions take turns (the surplus kind at the end), so any window of the file -- a
+    `--limit`, or an unshuffled training batch -- holds both kinds equally."""
+    by_hops = {h: [q for q in questions if q["hops"] == h] for h in (1, 2)}
+    out = []
+    for pair in zip(by_hops[1], by_hops[2]):
+        out.extend(pair)
+    shorter = min(len(by_hops[1]), len(by_hops[2]))
+    return out + by_hops[1][shorter:] + by_hops[2][shorter:]
 
 
 # ---------------------------------------------------------------- files
@@ -229,6 +240,7 @@ def write_world(world: World, out_dir: str | Path) -> dict[str, Path]:
     _write_jsonl(paths["corpus"], world.corpus)
     for split in ("train", "test"):
         rows = [{k: v for k, v in q.items() if k != "split"} for q in world.questions if q["split"] == split]
+        rows = _alternate_hops(rows)
         _write_jsonl(paths[split], rows)
     facts = {k: [asdict(e) for e in getattr(world, k)] for k in ("people", "cities", "countries", "companies",
                                                                    "inventions")}

@@ -91,3 +91,13 @@ def test_bm25_finds_the_first_hop_passage_from_the_question(world):
     hits = sum(world.corpus[int(i)]["id"] in {q["supporting_ids"][0]} for q, row in zip(questions, docs, strict=True)
                for i in row)
     assert hits / len(questions) > 0.9
+
+
+def test_question_files_alternate_one_and_two_hop_questions(tmp_path, world):
+    # any window of the file (a --limit, an unshuffled training batch) holds both kinds equally
+    paths = write_world(world, tmp_path)
+    for split in ("train", "test"):
+        hops = [json.loads(line)["hops"] for line in paths[split].read_text().splitlines()]
+        pairs = min(hops.count(1), hops.count(2))
+        assert hops[: 2 * pairs] == [1, 2] * pairs, split
+        assert len(set(hops[2 * pairs:])) <= 1, split  # the surplus kind, at the end
