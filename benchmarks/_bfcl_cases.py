@@ -15,8 +15,9 @@ from agentic_verl.rewards.bfcl.match import AST_CATEGORIES, RELEVANCE_CATEGORIES
 from agentic_verl.rewards.bfcl.render import gold_calls, render_calls
 
 
-def load_questions(categories=AST_CATEGORIES + RELEVANCE_CATEGORIES) -> list[dict]:
-    """[{"id", "category", "functions", "possible_answer"}] for every question of `categories`."""
+def load_questions(categories=AST_CATEGORIES + RELEVANCE_CATEGORIES, per_category: int | None = None) -> list[dict]:
+    """[{"id", "category", "functions", "possible_answer"}] for every question of `categories` (the first
+    `per_category` of each when given)."""
     data = resources.files("bfcl_eval") / "data"
     questions = []
     for category in categories:
@@ -27,11 +28,11 @@ def load_questions(categories=AST_CATEGORIES + RELEVANCE_CATEGORIES) -> list[dic
                 if line.strip():
                     entry = json.loads(line)
                     answers[entry["id"]] = entry["ground_truth"]
-        for line in (data / f"BFCL_v4_{category}.json").read_text().splitlines():
-            if line.strip():
-                entry = json.loads(line)
-                questions.append({"id": entry["id"], "category": category, "functions": entry["function"],
-                                  "possible_answer": answers.get(entry["id"])})  # fmt: skip
+        lines = [line for line in (data / f"BFCL_v4_{category}.json").read_text().splitlines() if line.strip()]
+        for line in lines[:per_category]:
+            entry = json.loads(line)
+            questions.append({"id": entry["id"], "category": category, "functions": entry["function"],
+                              "possible_answer": answers.get(entry["id"])})  # fmt: skip
     return questions
 
 
@@ -230,6 +231,7 @@ def mutations(question: dict, rng: random.Random, per_question: int = 12) -> lis
     return cases
 
 
-def all_cases(seed: int = 0, per_question: int = 12) -> list[dict]:
+def all_cases(seed: int = 0, per_question: int = 12, questions_per_category: int | None = None) -> list[dict]:
     rng = random.Random(seed)
-    return [case for question in load_questions() for case in mutations(question, rng, per_question)]
+    questions = load_questions(per_category=questions_per_category)
+    return [case for question in questions for case in mutations(question, rng, per_question)]

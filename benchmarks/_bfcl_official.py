@@ -55,12 +55,35 @@ def official_verdicts(cases: list[dict]) -> list[dict]:
     return verdicts
 
 
-def throughput(cases: list[dict], rounds: int = 5) -> dict[str, float]:
-    """{"official_wall", "official_cpu", "ours_wall", "ours_cpu"}: samples/s of decode + check over `cases`,
-    per wall-clock and per CPU second, both timed in the runner's process in alternating rounds (best round
-    each), so both see the same machine load."""
+def throughput(cases: list[dict], rounds: int = 5) -> dict:
+    """Samples/s of decode + check over `cases`, ours and the official, per wall-clock and per CPU second, both
+    timed in the runner's process, alternating, so both see the same machine load: `{"first_pass": rates,
+    "samples_per_s": rates (best of `rounds` further passes), "n", "rounds"}`, rates keyed `official_wall`,
+    `official_cpu`, `ours_wall`, `ours_cpu`."""
     python = ensure_venv()
     payload = "".join(json.dumps(case) + "\n" for case in cases)
     done = subprocess.run([str(python), str(RUNNER), "--bench", str(rounds)], input=payload, capture_output=True,
                           text=True, check=True)  # fmt: skip
-    return json.loads(done.stdout.strip().splitlines()[-1])["samples_per_s"]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _run(args: list[str], payload: str = "") -> str:
+    python = ensure_venv()
+    env = {**os.environ, "BFCL_PROJECT_ROOT": str(VENV / "bfcl_project")}  # bfcl_eval makes folders there on import
+    done = subprocess.run([str(python), str(RUNNER), *args], input=payload, capture_output=True, text=True,
+                          check=False, env=env)  # fmt: skip
+    if done.returncode != 0:
+        sys.stderr.write(done.stderr[-4000:])
+        raise RuntimeError(f"official runner {args[:1]} failed with exit code {done.returncode}")
+    return done.stdout.strip().splitlines()[-1]
+
+
+def official_category_scores(results: list[dict]) -> dict[str, dict]:
+    """{category: {"correct", "total", "accuracy"}} by the official checker for outputs
+    `[{"id", "category", "result"}]` (the questions and answers read by bfcl_eval's own loaders)."""
+    return json.loads(_run(["--score"], "".join(json.dumps(r) + "\n" for r in results)))
+
+
+def official_messages(categories: list[str], limit: int) -> dict[str, list[dict]]:
+    """{question id: BFCL's chat messages} for the first `limit` questions of each category."""
+    return {e["id"]: e["messages"] for e in json.loads(_run(["--prompts", str(limit), *categories]))}

@@ -2,9 +2,12 @@
 
 stdin: one JSON object per line: {"output", "functions", "possible_answer", "category"}.
 stdout: one JSON object per line: {"valid": bool, "error_type": str | None, "crashed": str | None}.
-With `--bench N`, instead times the official decode + check and our ast_match (imported from this checkout)
-over the same cases in N alternating rounds, and prints the best round's samples/s of each (per wall-clock and
-per CPU second) as JSON.
+With `--score`, stdin holds model outputs {"id", "category", "result"} instead and stdout BFCL's accuracy per
+category (questions and answers read by bfcl_eval itself); with `--prompts LIMIT CATEGORY...`, stdout holds
+BFCL's chat messages for the first LIMIT questions of each category.
+With `--bench N`, instead times the official decode + check and our ast_match (imported from this checkout, in
+its default, official-compatible mode) over the same cases: a first pass, then N rounds, the two alternating,
+and prints samples/s of each (per wall-clock and per CPU second) as JSON.
 
 This mirrors bfcl_eval.eval_checker.eval_runner (_evaluate_single_ast_entry / _evaluate_single_relevance_entry)
 for a prompting model, whose decode_ast is default_decode_ast_prompting. bfcl_eval.constants.model_config
@@ -91,16 +94,18 @@ def _import_ours():
 
 def bench(cases: list, rounds: int, chunk: int = 250) -> dict:
     """Samples/s of the official decode + check and of ours over the same cases, per wall-clock second and per
-    CPU second of this process (the figure that a shared, overloaded machine distorts least). Each round
-    alternates the two every `chunk` cases, so a load spike hits both alike; the best round of each counts."""
+    CPU second of this process (the figure that a shared, overloaded machine distorts least). Every case is its
+    own JSON-decoded object, so no per-question work can be shared between cases (as in an evaluation; an RL
+    step, which scores many samples of one question, reuses our cached string normalisation).
+
+    `first_pass`: one pass over the cases, the two alternating every `chunk` cases, before either has seen any
+    (nothing cached yet). `best`: the best of `rounds` further passes of each (so a load spike on a shared
+    machine hits both alike, and the best round of each counts)."""
     contenders = {"official": safe_evaluate, "ours": _import_ours()}
-    for fn in contenders.values():  # warm up (our per-question caches fill here, as in an RL run)
-        for case in cases:
-            fn(case)
-    best = {(name, clock): 0.0 for name in contenders for clock in ("wall", "cpu")}
     chunks = [cases[i : i + chunk] for i in range(0, len(cases), chunk)]
-    for _ in range(rounds):
-        spent = dict.fromkeys(best, 0.0)
+
+    def one_pass() -> dict:
+        spent = {(name, clock): 0.0 for name in contenders for clock in ("wall", "cpu")}
         for part in chunks:
             for name, fn in contenders.items():
                 wall, cpu = time.perf_counter(), time.process_time()
@@ -108,16 +113,62 @@ def bench(cases: list, rounds: int, chunk: int = 250) -> dict:
                     fn(case)
                 spent[name, "wall"] += time.perf_counter() - wall
                 spent[name, "cpu"] += time.process_time() - cpu
-        for key, seconds in spent.items():
-            best[key] = max(best[key], len(cases) / max(seconds, 1e-9))
-    return {"samples_per_s": {f"{name}_{clock}": rate for (name, clock), rate in best.items()}, "n": len(cases),
-            "rounds": rounds}
+        return {key: len(cases) / max(seconds, 1e-9) for key, seconds in spent.items()}
+
+    first = one_pass()
+    best = dict.fromkeys(first, 0.0)
+    for _ in range(rounds):
+        for key, rate in one_pass().items():
+            best[key] = max(best[key], rate)
+    label = lambda rates: {f"{name}_{clock}": rate for (name, clock), rate in rates.items()}  # noqa: E731
+    return {"samples_per_s": label(best), "first_pass": label(first), "n": len(cases), "rounds": rounds}
+
+
+def category_scores(results: list) -> dict:
+    """BFCL's per-category accuracy of model outputs `[{"id", "category", "result"}]`, with the questions and
+    possible answers read by bfcl_eval's own loaders (language hints off, as its eval_runner reads them) and
+    each output judged as in `evaluate` (eval_runner's per-entry logic for a prompting model)."""
+    from bfcl_eval.utils import load_dataset_entry, load_ground_truth_entry
+
+    scores = {}
+    for category in dict.fromkeys(r["category"] for r in results):
+        prompts = {e["id"]: e for e in load_dataset_entry(category, include_prereq=False,
+                                                          include_language_specific_hint=False)}
+        answers = {} if "relevance" in category else {e["id"]: e["ground_truth"] for e in load_ground_truth_entry(category)}
+        mine = [r for r in results if r["category"] == category]
+        correct = 0
+        for r in mine:
+            case = {"output": r["result"], "category": category, "functions": prompts[r["id"]]["function"],
+                    "possible_answer": answers.get(r["id"])}
+            correct += safe_evaluate(case)["valid"]
+        scores[category] = {"correct": correct, "total": len(mine), "accuracy": correct / len(mine)}
+    return scores
+
+
+def official_messages(categories: list, limit: int) -> list:
+    """BFCL's chat messages for the first `limit` questions of each category, built as its prompting handlers
+    build them (`system_prompt_pre_processing_chat_model` over the language-hinted functions)."""
+    from bfcl_eval.model_handler.utils import system_prompt_pre_processing_chat_model
+    from bfcl_eval.utils import load_dataset_entry
+
+    out = []
+    for category in categories:
+        for entry in load_dataset_entry(category, include_prereq=False)[:limit]:
+            messages = system_prompt_pre_processing_chat_model(entry["question"][0], entry["function"], entry["id"])
+            out.append({"id": entry["id"], "messages": messages})
+    return out
 
 
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--prompts":  # --prompts LIMIT CATEGORY...
+        print(json.dumps(official_messages(sys.argv[3:], int(sys.argv[2]))))
+        return
     cases = [json.loads(line) for line in sys.stdin if line.strip()]
     if len(sys.argv) > 2 and sys.argv[1] == "--bench":
         print(json.dumps(bench(cases, int(sys.argv[2]))))
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "--score":
+        print(json.dumps(category_scores(cases)))
         return
     out = sys.stdout
     for case in cases:

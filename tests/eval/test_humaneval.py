@@ -131,12 +131,12 @@ def tiny_model(tmp_path_factory):
 
 
 def test_command_end_to_end_on_a_tiny_model(tiny_model, tmp_path, capsys):
-    from agentic_verl.commands.eval_humaneval import main
+    from agentic_verl.cli import main
 
     problems = tmp_path / "problems.jsonl"
     problems.write_text("".join(json.dumps(p) + "\n" for p in PROBLEMS))
     out = tmp_path / "out"
-    args = ["--model", str(tiny_model), "--engine", "hf", "--problems", str(problems), "--max-tokens", "8",
+    args = ["eval", "humaneval", "--model", str(tiny_model), "--engine", "hf", "--problems", str(problems), "--max-tokens", "8",
             "--out", str(out), "--label", "tiny"]
     assert main(args) == 0
     assert "| tiny | 0.000 | 2 |" in capsys.readouterr().out  # random weights solve nothing
@@ -145,33 +145,33 @@ def test_command_end_to_end_on_a_tiny_model(tiny_model, tmp_path, capsys):
     assert [p["task_id"] for p in result["problems"]] == ["Test/0", "Test/1"]
     assert all(isinstance(p["completion"], str) for p in result["problems"])
     assert (out / "table.md").is_file()
-    assert main(["--endpoint", "http://127.0.0.1:9", "--problems", str(problems)]) == 2  # no --model-name
+    assert main(["eval", "humaneval", "--endpoint", "http://127.0.0.1:9", "--problems", str(problems)]) == 2  # no --model-name
 
 
 def test_recipe_passes_flags_the_command_accepts(tmp_path):
-    """recipes/funreason/eval_humaneval.sh with a stand-in `python3` that records its arguments, parsed by the real
-    parser."""
+    """recipes/funreason/eval_humaneval.sh with a stand-in `agentic-verl` that records its arguments, parsed by the
+    real parser."""
     import argparse
     import subprocess
-    import sys
 
     from agentic_verl.commands.eval_humaneval import add_humaneval
 
     repo = Path(__file__).resolve().parents[2]
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "python3").write_text('#!/usr/bin/env bash\nprintf "%s\\n" "$@" > "$RECORD_FILE"\n')
-    (bin_dir / "python3").chmod(0o755)
+    stand_in = bin_dir / "agentic-verl"
+    stand_in.write_text('#!/usr/bin/env bash\nprintf "%s\\n" "$@" > "$RECORD_FILE"\n')
+    stand_in.chmod(0o755)
     record = tmp_path / "argv.txt"
     env = {**os.environ, "MODEL_PATH": "/models/coder", "LIMIT": "3", "RECORD_FILE": str(record),
-           "PATH": os.pathsep.join([str(bin_dir), os.path.dirname(sys.executable), os.environ["PATH"]])}
+           "AGENTIC_VERL": str(stand_in)}
     env.pop("AGENTIC_VERL_DEVICE", None)
     subprocess.run(["bash", str(repo / "recipes/funreason/eval_humaneval.sh"), "--prompt-style", "completion"],
                    cwd=repo, env=env, check=True, timeout=60)
     argv = record.read_text().splitlines()
-    assert argv[:2] == ["-m", "agentic_verl.commands.eval_humaneval"]
+    assert argv[0] == "eval"
     parser = argparse.ArgumentParser()
     add_humaneval(parser.add_subparsers(dest="cmd"))
-    args = parser.parse_args(["humaneval", *argv[2:]])
+    args = parser.parse_args(argv[1:])
     assert (args.model, args.engine, args.limit, args.prompt_style) == ("/models/coder", "vllm", 3, "completion")
     assert args.out == "outputs/eval/humaneval_coder" and args.label == "coder"

@@ -35,14 +35,14 @@ class Node:
     extra: dict = field(default_factory=dict)
 
 
-def parse_java_call(source: str, bfcl_quirks: bool = False) -> list[dict] | dict:
+def parse_java_call(source: str, tree_sitter_recovery: bool = False) -> list[dict] | dict:
     """Return `[{name: {param: text}}]`, or `{}` when the program has no method call (as BFCL does).
 
-    `bfcl_quirks=True` also accepts `[method(...)]` (from a doubly bracketed output `[[method(...)]]`), which
+    `tree_sitter_recovery=True` also accepts `[method(...)]` (from a doubly bracketed output `[[method(...)]]`), which
     tree-sitter's error recovery sometimes reads as an array access with a missing array name, so BFCL accepts
     it for some names and not others (`[f(a=1)]` fails, `[f(a=1, b=2)]` passes); we always reject it."""
     cursor = Cursor(tokenize(source, single_quote_kind="char", backticks=False), source)
-    if bfcl_quirks and cursor.at("["):
+    if tree_sitter_recovery and cursor.at("["):
         cursor.take()
         inner = _expression(cursor)
         cursor.expect("]")

@@ -12,6 +12,8 @@ no statement is a call (BFCL returns None too, which its format check rejects).
 
 from __future__ import annotations
 
+import re
+
 from agentic_verl.rewards.bfcl._tokens import Cursor, SyntaxFailure, tokenize
 
 _ASSIGN_OPS = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "**=", "<<=", ">>=", ">>>=", "&&=", "||=", "??="}
@@ -21,10 +23,13 @@ _BINARY_WORDS = {"instanceof", "in"}
 _UNARY_WORDS = {"typeof", "void", "delete", "await"}
 
 
-def parse_javascript_call(source: str, bfcl_quirks: bool = False) -> list[dict] | None:
-    """`bfcl_quirks=True` also accepts a first argument that starts with a binary operator (`f(**opts, a=1)`),
+def parse_javascript_call(source: str, tree_sitter_recovery: bool = False) -> list[dict] | None:
+    """`tree_sitter_recovery=True` also accepts a first argument that starts with a binary operator (`f(**opts, a=1)`),
     where tree-sitter's error recovery inserts the missing left operand and BFCL accepts the call."""
-    c = Cursor(tokenize(source, single_quote_kind="str", backticks=True), source, bfcl_quirks)
+    simple = _simple_call(source)
+    if simple is not None:
+        return simple
+    c = Cursor(tokenize(source, single_quote_kind="str", backticks=True), source, tree_sitter_recovery)
     statements = []
     while c.tok.kind != "eof":
         if c.at(";"):
@@ -40,6 +45,36 @@ def parse_javascript_call(source: str, bfcl_quirks: bool = False) -> list[dict] 
             callee, args = info
             return [{source[callee[1] : callee[2]]: _arguments(args, source)}]
     return None
+
+
+_NAME = r"[A-Za-z_$][A-Za-z0-9_$]*"
+_SIMPLE_VALUE = r"\"[^\"\\\n]*\"|'[^'\\\n]*'|-?\d+(?:\.\d+)?(?![\w.$])|" + _NAME
+_SIMPLE_ARG = re.compile(rf"\s*({_NAME})\s*=\s*({_SIMPLE_VALUE})\s*(?:,|\Z)")
+_SIMPLE_CALL = re.compile(rf"\s*({_NAME}(?:\.{_NAME})*)\((.*)\)\s*;?\s*", re.DOTALL)
+_NOT_A_VALUE = {"new", "function"} | _UNARY_WORDS  # words the parser reads as the start of an expression
+_NOT_A_NAME = _NOT_A_VALUE | {"true"}
+
+
+def _simple_call(source: str) -> list[dict] | None:
+    """The common case, one call of `name=literal` / `name=identifier` arguments, read with two regular
+    expressions to what the parser below gives for it; None for anything else (the parser decides)."""
+    call = _SIMPLE_CALL.fullmatch(source)
+    if call is None or call.group(1).split(".", 1)[0] in _NOT_A_VALUE:
+        return None
+    inner, pos, args = call.group(2), 0, {}
+    match = _SIMPLE_ARG.match
+    while pos < len(inner):
+        arg = match(inner, pos)
+        if arg is None:
+            if inner[pos:].strip():
+                return None
+            break
+        name, value = arg.groups()
+        if name in args or name in _NOT_A_NAME or value in _NOT_A_VALUE:
+            return None
+        args[name] = value[1:-1] if value[0] in "\"'" else value
+        pos = arg.end()
+    return [{call.group(1): args}]
 
 
 def _arguments(args: list, source: str) -> dict:
@@ -74,8 +109,26 @@ def _expression(c: Cursor, allow_comma: bool = False):
     return node
 
 
+_SPECIAL_WORDS = {"new", "function", "async", "true"} | _UNARY_WORDS
+_AFTER_OPERAND = {",", ")", "]", "}", ";"}
+
+
 def _assignment(c: Cursor):
     start = c.tok
+    # Fast paths for what call arguments mostly are, `name=` and a lone literal or name, with the node the full
+    # descent below would build (an ident/true, str or num token followed by `,` `)` `]` `}` `;`).
+    following = c.peek()
+    if start.kind == "ident" and start.text not in _SPECIAL_WORDS and following.kind == "op":
+        if following.text == "=":
+            c.i += 2
+            right = _assignment(c)
+            return ("assign", start.start, right[2], (("ident", start.start, start.end, None), right))
+        if following.text in _AFTER_OPERAND:
+            c.i += 1
+            return ("ident", start.start, start.end, None)
+    elif start.kind in ("str", "num") and following.kind == "op" and following.text in _AFTER_OPERAND:
+        c.i += 1
+        return ("other", start.start, start.end, None)
     arrow = _try_arrow(c)
     if arrow is not None:
         return arrow

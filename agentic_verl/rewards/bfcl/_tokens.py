@@ -40,6 +40,9 @@ _TOKEN = re.compile(
     re.DOTALL,
 )
 
+_OPEN = frozenset("([{")
+_CLOSE = frozenset(")]}")
+
 
 def tokenize(source: str, *, single_quote_kind: str, backticks: bool) -> list[Token]:
     """Split `source` into tokens; raises SyntaxFailure on an unterminated literal or an unknown character.
@@ -47,37 +50,37 @@ def tokenize(source: str, *, single_quote_kind: str, backticks: bool) -> list[To
     single_quote_kind: "char" (Java: 'c' is a character literal) or "str" (JavaScript).
     """
     tokens: list[Token] = []
+    append = tokens.append
+    make = tuple.__new__  # Token(...) without NamedTuple's Python-level __new__ (a third of the time)
+    kinds = {"dq": "str", "sq": single_quote_kind, "bt": "template" if backticks else None}
     i, n = 0, len(source)
     newline = False
     depth = 0
-    match = _TOKEN.match
-    while i < n:
-        m = match(source, i)
-        if m is None or m.lastgroup == "open_comment":
+    for m in _TOKEN.finditer(source):
+        start, end = m.span()
+        kind = m.lastgroup
+        if start != i or kind == "open_comment":
             raise SyntaxFailure(f"unexpected or unterminated {source[i]!r} at {i}")
-        kind, end = m.lastgroup, m.end()
+        i = end
         if kind == "space":
             newline = newline or "\n" in m.group()
-        else:
-            if kind == "dq":
-                kind = "str"
-            elif kind == "sq":
-                kind = single_quote_kind
-            elif kind == "bt":
-                if not backticks:
-                    raise SyntaxFailure(f"unexpected '`' at {i}")
-                kind = "template"
-            text = source[i:end]
-            if kind == "op":
-                if text in ("(", "[", "{"):
-                    depth += 1
-                    if depth > MAX_DEPTH:
-                        raise SyntaxFailure(f"brackets nested deeper than {MAX_DEPTH}")
-                elif text in (")", "]", "}"):
-                    depth -= 1
-            tokens.append(Token(kind, text, i, end, newline))
-            newline = False
-        i = end
+            continue
+        text = m.group()
+        if kind == "op":
+            if text in _OPEN:
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise SyntaxFailure(f"brackets nested deeper than {MAX_DEPTH}")
+            elif text in _CLOSE:
+                depth -= 1
+        elif kind in kinds:
+            kind = kinds[kind]
+            if kind is None:
+                raise SyntaxFailure(f"unexpected '`' at {start}")
+        append(make(Token, (kind, text, start, end, newline)))
+        newline = False
+    if i != n:
+        raise SyntaxFailure(f"unexpected or unterminated {source[i]!r} at {i}")
     tokens.append(Token("eof", "", n, n, newline))
     return tokens
 

@@ -9,16 +9,21 @@ are type-checked (Python: int accepted for float, tuple for array/tuple; Java/Ja
 from source text by type first, see `convert.py`), then compared: strings after `standardize` (lowercase, no
 spaces or `,./-_*^`, `'` -> `"`), lists element-wise, dicts key by key, anything else by `in`.
 
-One difference from BFCL: parallel calls are matched to the possible answers by maximum bipartite matching,
-where BFCL takes, for each possible answer in turn, the first unused call that fits (greedy), and so can reject
-an output that has a valid one-to-one assignment. See the README section "BFCL AST match".
+Parallel calls are matched to the possible answers as BFCL matches them: for each possible answer in turn, the
+first unused call that fits (greedy), which can reject an output that has a valid one-to-one assignment.
+`optimal_matching=True` (the `bfcl_ast` option `optimal_parallel_matching`) finds such an assignment instead
+(maximum bipartite matching); see the README section "BFCL AST match".
+
+Every check works on the question objects as given, without building per-question state: that is as fast as
+BFCL's own checker when every question is new (an evaluation), and the string normalisation is cached for the
+values and answers that repeat (an RL step scores many samples of each question).
 
 >>> functions = [{"name": "t", "parameters": {"required": ["tz"], "properties": {"tz": {"type": "string"}}}}]
 >>> answer = [{"t": {"tz": ["UTC", "CET"]}}, {"t": {"tz": ["UTC"]}}]
->>> check_calls([{"t": {"tz": "UTC"}}, {"t": {"tz": "CET"}}], functions, answer, "parallel")["valid"]
-True
->>> check_calls([{"t": {"tz": "UTC"}}, {"t": {"tz": "CET"}}], functions, answer, "parallel", greedy=True)["valid"]
-False
+>>> check_calls([{"t": {"tz": "UTC"}}, {"t": {"tz": "CET"}}], functions, answer, "parallel")["error_type"]
+'parallel_function_checker_no_order:cannot_find_match'
+>>> check_calls([{"t": {"tz": "UTC"}}, {"t": {"tz": "CET"}}], functions, answer, "parallel", optimal_matching=True)
+{'valid': True, 'error_type': None, 'errors': []}
 """
 
 from __future__ import annotations
@@ -29,7 +34,6 @@ from agentic_verl.rewards.bfcl._compare import (
     _list_of_dicts_check,
     _std,
     _type_check,
-    standardize,
     verdict,
 )
 from agentic_verl.rewards.bfcl.convert import JAVA_TYPES, JS_TYPES, NESTED_TYPES, UnsupportedType, java_value, js_value
@@ -37,6 +41,11 @@ from agentic_verl.rewards.bfcl.convert import JAVA_TYPES, JS_TYPES, NESTED_TYPES
 PYTHON_TYPES = {"string": str, "integer": int, "float": float, "boolean": bool, "array": list, "tuple": list,
                 "dict": dict, "any": str}  # fmt: skip
 _PYTHON_NESTED = ("array", "tuple")
+_TYPES = {"python": PYTHON_TYPES, "java": JAVA_TYPES, "javascript": JS_TYPES}
+_NESTED = {"python": _PYTHON_NESTED, "java": NESTED_TYPES, "javascript": NESTED_TYPES}
+_WRONG_COUNT = {"parallel": "parallel_function_checker_no_order:wrong_count",
+                "multiple": "multiple_function_checker:wrong_count",
+                "simple": "simple_function_checker:wrong_count"}  # fmt: skip
 
 
 class CheckFailure(Exception):
@@ -48,28 +57,26 @@ class CheckFailure(Exception):
 
 
 def check_calls(calls: list[dict], functions: list[dict], possible_answer: list[dict], category: str,
-                language: str = "python", greedy: bool = False) -> dict:
+                language: str = "python", optimal_matching: bool = False) -> dict:
     """Dispatch like BFCL: "parallel" in category -> order-free matching, "multiple" -> one call of the
-    expected function, else simple (exactly one call)."""
+    expected function, else simple (exactly one call, of the first function)."""
     kind = "parallel" if "parallel" in category else "multiple" if "multiple" in category else "simple"
     if len(calls) != len(possible_answer) if kind != "simple" else len(calls) != 1:
-        checker = {"parallel": "parallel_function_checker_no_order", "multiple": "multiple_function_checker",
-                   "simple": "simple_function_checker"}[kind]  # fmt: skip
-        return verdict(f"{checker}:wrong_count", "Wrong number of functions.")
-    specs = _question_specs(functions, possible_answer, language, kind)
+        return verdict(_WRONG_COUNT[kind], "Wrong number of functions.")
     if kind == "parallel":
-        return _check_parallel(calls, specs, greedy)
-    return _checked(specs[0], calls[0]) or verdict()
-
-
-
-
-def _checked(spec, call: dict) -> dict | None:
-    """None when `call` fits `spec`, else the verdict; a CheckFailure becomes a verdict."""
+        return _check_parallel(calls, functions, possible_answer, language, optimal_matching)
+    answer = possible_answer[0]
     try:
-        if isinstance(spec, CheckFailure):
-            raise spec
-        return _check_call(spec, call)
+        description = functions[0] if kind == "simple" else _find(functions, next(iter(answer)))
+        return _check_call(description, answer, calls[0], language) or verdict()
+    except CheckFailure as failure:
+        return verdict(failure.error_type, str(failure))
+
+
+def check_call(description: dict, call: dict, answer: dict, language: str = "python") -> dict:
+    """One decoded call `{name: {param: value}}` against one possible answer `{name: {param: [options]}}`."""
+    try:
+        return _check_call(description, answer, call, language) or verdict()
     except CheckFailure as failure:
         return verdict(failure.error_type, str(failure))
 
@@ -81,44 +88,28 @@ def _find(functions: list[dict], name: str) -> dict:
     raise CheckFailure("bfcl:bad_ground_truth", f"no function named {name!r} in the function list")
 
 
-_SPECS: dict[tuple, tuple] = {}  # (id(functions), id(answer), language, kind) -> (functions, answer, specs)
-
-
-def _question_specs(functions: list[dict], possible_answer: list[dict], language: str, kind: str) -> list:
-    """One _CallSpec (or the CheckFailure to report) per possible answer, computed once per question: an RL
-    step scores many samples of each question. The cache entry holds the objects themselves, so their ids
-    cannot be reused while it lives."""
-    key = (id(functions), id(possible_answer), language, kind)
-    hit = _SPECS.get(key)
-    if hit is not None and hit[0] is functions and hit[1] is possible_answer:
-        return hit[2]
-    specs = []
-    for answer in possible_answer if kind == "parallel" else possible_answer[:1]:
-        try:
-            description = functions[0] if kind == "simple" else _find(functions, next(iter(answer)))
-            specs.append(_CallSpec(description, answer, language))
-        except CheckFailure as failure:
-            specs.append(failure)
-    if len(_SPECS) >= 4096:
-        _SPECS.clear()
-    _SPECS[key] = (functions, possible_answer, specs)
-    return specs
-
-
-def _check_parallel(calls, specs, greedy) -> dict:
+def _check_parallel(calls, functions, possible_answer, language, optimal_matching) -> dict:
     n = len(calls)
+    descriptions: list = [None] * n
     memo: dict[tuple[int, int], bool] = {}
 
     def fits(i: int, j: int) -> bool:
         ok = memo.get((i, j))
         if ok is None:
-            ok = memo[i, j] = _checked(specs[i], calls[j]) is None
+            try:
+                description = descriptions[i]
+                if description is None:
+                    description = descriptions[i] = _find(functions, next(iter(possible_answer[i])))
+                ok = _check_call(description, possible_answer[i], calls[j], language) is None
+            except CheckFailure:
+                ok = False
+            memo[i, j] = ok
         return ok
 
-    # Greedy first (BFCL's matcher, and enough for almost every output); if it fails, a one-to-one matching,
-    # unless the answer greedy got stuck on fits no call at all (the usual failure: a wrong value).
+    # Greedy (BFCL's matcher). With optimal_matching, when greedy gets stuck, a one-to-one matching, unless the
+    # answer greedy got stuck on fits no call at all (the usual failure: a wrong value).
     matched, stuck = _greedy(fits, n)
-    if matched is None and not greedy and any(fits(stuck, j) for j in range(n)):
+    if matched is None and optimal_matching and any(fits(stuck, j) for j in range(n)):
         matched = _bipartite(fits, n)
     if matched is not None:
         return verdict()
@@ -156,108 +147,45 @@ def _bipartite(fits, n: int):
     return owner if all(augment(i, set()) for i in range(n)) else None
 
 
-def check_call(description: dict, call: dict, answer: dict, language: str = "python") -> dict:
-    """One decoded call `{name: {param: value}}` against one possible answer `{name: {param: [options]}}`."""
-    try:
-        return _check_call(_CallSpec(description, answer, language), call) or verdict()
-    except CheckFailure as failure:
-        return verdict(failure.error_type, str(failure))
-
-
-def _check_call(spec: _CallSpec, call: dict) -> dict | None:
-    name = spec.name
+def _check_call(description: dict, answer: dict, call: dict, language: str) -> dict | None:
+    """None when `call` fits, else the verdict (BFCL's simple_function_checker)."""
+    name = description["name"]
     if name not in call:
         return verdict("simple_function_checker:wrong_func_name", f"Function name {name!r} not found in model output.")
     params = call[name]
-    for param in spec.required:
+    parameters = description["parameters"]
+    for param in parameters.get("required", ()):
         if param not in params:
             return verdict("simple_function_checker:missing_required", f"Missing required parameter: {param!r}.")
+    properties = parameters["properties"]
+    options = next(iter(answer.values()))
     for param, value in params.items():
-        param_spec = spec.param(param)
-        if param_spec is None:
+        if param not in properties or param not in options:
             return verdict("simple_function_checker:unexpected_param", f"Unexpected parameter: {param!r}.")
-        result = _check_param(param_spec, value)
+        result = _check_param(param, properties[param], options[param], value, language)
         if result is not None:
             return result
-    for param in spec.must_give:
-        if param not in params:
+    for param, allowed in options.items():
+        if param not in params and "" not in allowed:
             return verdict("simple_function_checker:missing_optional",
                            f"Optional parameter {param!r} not provided and not marked as optional.")
     return None
 
 
-class _CallSpec:
-    """What one (function description, possible answer) pair needs at check time, computed once per question."""
-
-    __slots__ = ("name", "properties", "options", "required", "must_give", "language", "_params")
-
-    def __init__(self, description: dict, answer: dict, language: str):
-        self.name = description["name"]
-        self.properties = description["parameters"]["properties"]
-        self.options = next(iter(answer.values()))
-        self.required = tuple(description["parameters"].get("required", ()))
-        self.must_give = tuple(param for param, allowed in self.options.items() if "" not in allowed)
-        self.language = language
-        self._params: dict = {}
-
-    def param(self, param):
-        """The spec of a parameter that is in both the schema and the answer, else None (unexpected)."""
-        spec = self._params.get(param)
-        if spec is None:
-            if param not in self.properties or param not in self.options:
-                return None
-            spec = self._params[param] = _ParamSpec(param, self.properties[param], self.options[param], self.language)
-        return spec
-
-
-class _ParamSpec:
-    __slots__ = ("name", "schema", "allowed", "language", "type_name", "expected", "item_type", "item_expected",
-                 "answer_type", "is_variable", "_strings", "_lists")  # fmt: skip
-
-    def __init__(self, name, schema: dict, allowed: list, language: str):
-        self.name, self.schema, self.allowed, self.language = name, schema, allowed, language
-        self.type_name = schema["type"]
-        self.expected = self.item_type = self.item_expected = None
-        self.answer_type = _answer_type(allowed)
-        self.is_variable = False
-        self._strings = self._lists = None
-
-    def resolve(self) -> None:
-        """Declared types, looked up when the parameter is first used (an unknown type fails only then)."""
-        language, type_name = self.language, self.type_name
-        self.expected = _declared(language, type_name)
-        if language == "python":
-            if type_name in _PYTHON_NESTED:
-                self.item_type = self.schema["items"]["type"]
-                self.item_expected = _declared(language, self.item_type)
-        elif type_name in NESTED_TYPES:
-            self.item_type = self.schema["items"]["type"]
-            self.item_expected = _declared(language, self.item_type)
-        self.is_variable = self.answer_type is not None and self.answer_type is not self.expected
-
-    def strings(self) -> frozenset:
-        if self._strings is None:
-            self._strings = frozenset(standardize(a) for a in self.allowed if type(a) is str)
-        return self._strings
-
-    def lists(self) -> list:
-        if self._lists is None:
-            self._lists = [[_std(v) for v in option] for option in self.allowed]
-        return self._lists
-
-
 def _declared(language: str, type_name: str):
-    table = PYTHON_TYPES if language == "python" else JAVA_TYPES if language == "java" else JS_TYPES
-    if type_name not in table:
+    expected = _TYPES[language].get(type_name)
+    if expected is None:
         raise CheckFailure("bfcl:unsupported_type", f"type {type_name!r} is not a BFCL {language} type")
-    return table[type_name]
+    return expected
 
 
-def _check_param(spec: _ParamSpec, value) -> dict | None:
-    if spec.expected is None:
-        spec.resolve()
-    param, type_name, expected, item_expected = spec.name, spec.type_name, spec.expected, spec.item_expected
-    language, allowed = spec.language, spec.allowed
+def _check_param(param, schema: dict, allowed: list, value, language: str) -> dict | None:
+    type_name = schema["type"]
+    expected = _declared(language, type_name)
+    item_type = item_expected = None
+    if type_name in _NESTED[language]:
+        item_type = schema["items"]["type"]
+        item_expected = _declared(language, item_type)
     if language != "python":
         if type(value) is not str:
             error = "type_error:java" if language == "java" else "type_error:js"
@@ -265,7 +193,7 @@ def _check_param(spec: _ParamSpec, value) -> dict | None:
                                   f"{type(value).__name__}.")
         try:
             convert = java_value if language == "java" else js_value
-            value = convert(value, type_name, spec.item_type) if spec.item_type else convert(value, type_name)
+            value = convert(value, type_name, item_type) if item_type else convert(value, type_name)
         except (UnsupportedType, ValueError) as exc:
             raise CheckFailure("bfcl:unsupported_type", f"cannot convert {param!r}: {exc}") from None
     elif type_name == "tuple" and type(value) is tuple:
@@ -274,7 +202,8 @@ def _check_param(spec: _ParamSpec, value) -> dict | None:
         value = float(value)  # (BFCL raises OverflowError past float range; such an int stays an int and fails)
 
     if type(value) is expected and item_expected is None:  # the common case, decided without _type_check
-        is_variable = spec.is_variable
+        answer_type = _answer_type(allowed)
+        is_variable = answer_type is not None and answer_type is not expected
     else:
         ok, is_variable, error_type, message = _type_check(param, value, allowed, type_name, expected, item_expected)
         if not ok:
@@ -285,15 +214,18 @@ def _check_param(spec: _ParamSpec, value) -> dict | None:
         if expected is list and item_expected is dict:
             return _list_of_dicts_check(value, allowed)
         if expected is str:
-            if _std(value) not in spec.strings():
-                return verdict("value_error:string", f"Invalid value for parameter {param!r}: {value!r}. "
-                                                     f"Expected one of {allowed}. Case insensitive.")
-            return None
+            standard = _std(value)
+            for option in allowed:
+                if type(option) is str and _std(option) == standard:
+                    return None
+            return verdict("value_error:string", f"Invalid value for parameter {param!r}: {value!r}. "
+                                                 f"Expected one of {allowed}. Case insensitive.")
         if expected is list:
-            if [_std(v) for v in value] not in spec.lists():
-                return verdict("value_error:list/tuple", f"Invalid value for parameter {param!r}: {value!r}. "
-                                                         f"Expected one of {allowed}.")
-            return None
+            # every option is standardised first, as in BFCL (an option that is not a sequence raises)
+            if [_std(v) for v in value] in [[_std(v) for v in option] for option in allowed]:
+                return None
+            return verdict("value_error:list/tuple", f"Invalid value for parameter {param!r}: {value!r}. "
+                                                     f"Expected one of {allowed}.")
     if value not in allowed:
         return verdict("value_error:others", f"Invalid value for parameter {param!r}: {value!r}. "
                                              f"Expected one of {allowed}.")

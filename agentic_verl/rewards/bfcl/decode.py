@@ -1,16 +1,19 @@
 """Turn model text in BFCL's prompting format into calls: `[f(a=1), g(b="x")]` -> `[{"f": {"a": 1}}, {"g": {"b": "x"}}]`.
 
 This follows BFCL's default decoder for prompting models (strip backticks/newlines/spaces, wrap in `[...]`,
-`ast.parse`, keyword arguments only) with these differences, each documented in the README
-("BFCL AST match"):
+`ast.parse`, keyword arguments only), so that by default a text decodes exactly when, and to what, it decodes
+in BFCL's evaluation, including two of its oddities:
+
+- every unary operator negates its operand (`+5` is -5, `not True` is -1, `~5` is -5); with
+  `python_unary_operators=True` they keep Python's meaning (`+5` is 5, `not True` is False, `~5` is -6);
+- a code fence with a language tag (```` ```python ````) makes the text undecodable (BFCL only strips backticks, so
+  the tag stays in the text); `accept_code_fences=True` unwraps one such fence first.
+
+Other differences, each documented in the README ("BFCL AST match"):
 
 - we never execute anything: a binary operation (`2*3`, `"a" + "b"`) is folded only over literals, within size
   limits; anything else (`len(x) + 1`, `10**10**10`) is a decode failure where BFCL would `eval` it;
-- unary operators keep their meaning: `+5` is 5, `not True` is False, `~5` is -6 (BFCL negates the operand
-  whatever the operator);
-- everything up to the last `</think>` is dropped (BFCL's reasoning-model handlers do this before decoding) and
-  a code fence with a language tag (```` ```python ````) is unwrapped (BFCL's decoder only strips backticks, so the
-  tag makes the output undecodable there);
+- everything up to the last `</think>` is dropped (BFCL's reasoning-model handlers do this before decoding);
 - inputs longer than `MAX_CHARS` are a decode failure (bounded time).
 
 Java and JavaScript outputs go through `agentic_verl.rewards.bfcl._java` / `_javascript`, which mirror BFCL's
@@ -18,11 +21,13 @@ tree-sitter based extraction (values come back as source strings, converted late
 reproduce tree-sitter's error recovery: BFCL accepts some doubly bracketed Java outputs `[[Obj.method(...)]]`
 (read as an array access with a missing array name; which ones depends on the names) and JavaScript calls
 whose first argument starts with a binary operator (`f(**opts, a=1)`: a missing operand is inserted); we reject
-both.
+both (`tree_sitter_recovery=True` accepts both, for the agreement benchmark only: it over-accepts).
 
 >>> decode("[get_weather(city='Paris', days=3), get_time(tz=\\"CET\\")]")
 [{'get_weather': {'city': 'Paris', 'days': 3}}, {'get_time': {'tz': 'CET'}}]
->>> decode("<think>easy</think>\\n\\n```python\\n[f(x=+5)]\\n```")
+>>> decode("<think>easy</think>\\n\\n```\\n[f(x=+5)]\\n```")
+[{'f': {'x': -5}}]
+>>> decode("```python\\n[f(x=+5)]\\n```", accept_code_fences=True, python_unary_operators=True)
 [{'f': {'x': 5}}]
 """
 
@@ -53,12 +58,12 @@ class DecodeError(ValueError):
 _FENCE = re.compile(r"^\s*```[A-Za-z0-9_+.-]*[ \t]*\n(.*?)\n?[ \t]*```\s*$", re.DOTALL)
 
 
-def strip_reasoning(text: str, bfcl_quirks: bool = False) -> str:
-    """Drop a reasoning prefix (everything up to the last `</think>`) and unwrap one ```lang fenced block
-    (not with `bfcl_quirks`, which leaves fences to BFCL's backtick stripping)."""
+def strip_reasoning(text: str, accept_code_fences: bool = False) -> str:
+    """Drop a reasoning prefix (everything up to the last `</think>`); with `accept_code_fences`, also unwrap
+    one ```lang fenced block (otherwise fences are left to BFCL's backtick stripping)."""
     if "</think>" in text:
         text = text.rsplit("</think>", 1)[-1]
-    if "```" in text and not bfcl_quirks:
+    if accept_code_fences and "```" in text:
         match = _FENCE.match(text)
         if match:
             text = match.group(1)
@@ -75,51 +80,62 @@ def bracketed(text: str) -> str:
     return text
 
 
-def decode(text: str, language: str = "python", bfcl_quirks: bool = False) -> list[dict]:
+def decode(text: str, language: str = "python", *, accept_code_fences: bool = False,
+           python_unary_operators: bool = False, tree_sitter_recovery: bool = False) -> list[dict]:
     """Decode model text into `[{name: {param: value}}]`; raises DecodeError when it is not a call list.
 
     Java / JavaScript text that parses but holds no call gives `{}` / None, as BFCL's extraction does (BFCL's
     format check, and `ast_match`, then report `ast_decoder:decoder_wrong_output_format`).
 
-    `bfcl_quirks=True` reproduces BFCL's documented mistakes (unary operators negate, language-tagged fences
-    are not unwrapped); only the agreement benchmark uses it, to attribute differences to them."""
+    The defaults decode as BFCL's evaluation does. `accept_code_fences` unwraps a ```lang fence;
+    `python_unary_operators` reads `+x`, `not x`, `~x` as Python does (BFCL negates them all);
+    `tree_sitter_recovery` approximates tree-sitter's error recovery on Java/JavaScript (agreement benchmark
+    only: it accepts some outputs BFCL rejects)."""
     if not isinstance(text, str):
         raise DecodeError(f"output is {type(text).__name__}, not str")
     if len(text) > MAX_CHARS:
         raise DecodeError(f"output longer than {MAX_CHARS} characters")
-    text = bracketed(strip_reasoning(text, bfcl_quirks))
+    text = bracketed(strip_reasoning(text, accept_code_fences))
     if language == "python":
-        return decode_python(text, bfcl_quirks)
+        return decode_python(text, python_unary_operators)
     if language == "java":
         from agentic_verl.rewards.bfcl._java import parse_java_call
 
-        return parse_java_call(text[1:-1], bfcl_quirks)
+        return parse_java_call(text[1:-1], tree_sitter_recovery)
     if language == "javascript":
         from agentic_verl.rewards.bfcl._javascript import parse_javascript_call
 
-        return parse_javascript_call(text[1:-1], bfcl_quirks)
+        return parse_javascript_call(text[1:-1], tree_sitter_recovery)
     raise DecodeError(f"unsupported language {language!r}")
 
 
-def decode_python(text: str, bfcl_quirks: bool = False) -> list[dict]:
+def decode_python(text: str, python_unary_operators: bool = False) -> list[dict]:
     """Parse an already bracketed `[f(a=1), ...]` string with `ast` (never executed)."""
     cleaned = text.strip().strip("'")
+    if "(" not in cleaned and "#" not in cleaned and "\\" not in cleaned:
+        # No call can be in it (prose, most often), and it parses only as an empty list: decided without
+        # the parser, which costs about as much as the rest of a check.
+        inner = cleaned[1:-1] if cleaned[:1] == "[" and cleaned[-1:] == "]" else None
+        if inner is not None and not inner.strip(" \t\n"):
+            return []
+        if inner is None or inner.strip():
+            raise DecodeError("not a call list: no call in the text")
     try:
         tree = compile(cleaned, _SOURCE_NAME, "eval", ast.PyCF_ONLY_AST)  # ast.parse without the wrapper
     except (SyntaxError, ValueError, MemoryError, RecursionError, OverflowError) as exc:
         raise DecodeError(f"not Python syntax: {type(exc).__name__}") from None
     body = tree.body
     try:
-        convert = _QuirkyValues() if bfcl_quirks else _VALUES
-        if isinstance(body, ast.Call):
-            return [convert.call(body)]
+        call = (_PYTHON_VALUES if python_unary_operators else _VALUES).call
+        if type(body) is ast.Call:
+            return [call(body)]
         if not isinstance(body, (ast.List, ast.Tuple, ast.Set)):
             raise DecodeError(f"expected a list of calls, got {type(body).__name__}")
         calls = []
         for element in body.elts:
-            if not isinstance(element, ast.Call):
+            if type(element) is not ast.Call:
                 raise DecodeError(f"list element is {type(element).__name__}, not a call")
-            calls.append(convert.call(element))
+            calls.append(call(element))
         return calls
     except RecursionError:
         raise DecodeError("nested too deeply") from None
@@ -184,20 +200,25 @@ class _Values:
         raise DecodeError(f"unsupported value syntax {kind.__name__}")
 
     def unary(self, op: ast.unaryop, operand):
+        """BFCL's unary handling: every unary operator negates (`+5` -> -5, `not True` -> -1, `~5` -> -5)."""
+        try:
+            return -operand
+        except TypeError as exc:
+            raise DecodeError(f"bad unary operand: {exc}") from None
+
+
+class _PythonUnaryValues(_Values):
+    """Unary operators with Python's meaning: `+5` -> 5, `not True` -> False, `~5` -> -6."""
+
+    def unary(self, op: ast.unaryop, operand):
         try:
             return _UNARY[type(op)](operand)
         except TypeError as exc:
             raise DecodeError(f"bad unary operand: {exc}") from None
 
 
-class _QuirkyValues(_Values):
-    """BFCL's unary handling: every unary operator negates (`+5` -> -5, `not True` -> -1)."""
-
-    def unary(self, op: ast.unaryop, operand):
-        return super().unary(ast.USub(), operand)
-
-
 _VALUES = _Values()
+_PYTHON_VALUES = _PythonUnaryValues()
 _UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_, ast.Invert: operator.invert}
 
 

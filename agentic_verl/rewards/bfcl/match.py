@@ -32,31 +32,37 @@ def language_of(category: str, default: str = "python") -> str:
 
 
 def ast_match(output: str, functions: list[dict], possible_answer: list[dict] | None, category: str,
-              language: str = "python", *, bfcl_quirks: bool = False) -> dict:
+              language: str = "python", *, accept_code_fences: bool = False, python_unary_operators: bool = False,
+              optimal_parallel_matching: bool = False, tree_sitter_recovery: bool = False) -> dict:
     """Verdict `{"valid", "error_type", "errors"}` for `output` (raw model text) on one BFCL question.
 
     irrelevance categories: valid iff no function call decodes; relevance: valid iff at least one call decodes
     (an empty list is no call). AST categories: decode, then BFCL's checker (`check.py`). error_type is BFCL's
-    own, or `bfcl:*` for what BFCL would crash on (bad ground truth, unsupported types). `bfcl_quirks=True`
-    reproduces BFCL's documented mistakes (greedy parallel matching, unary operators negate, language-tagged
-    fences kept); only the agreement benchmark uses it, to attribute each difference to a documented one.
+    own, or `bfcl:*` for what BFCL would crash on (bad ground truth, unsupported types).
+
+    The defaults give BFCL's official verdicts. Options that accept more than BFCL does (a policy rewarded with
+    them can learn outputs the official evaluation rejects): `accept_code_fences` (unwrap a ```lang fence),
+    `python_unary_operators` (`+5` is 5, not -5), `optimal_parallel_matching` (a one-to-one matching of
+    parallel calls where BFCL's greedy matcher gives up). `tree_sitter_recovery` approximates tree-sitter's
+    error recovery on Java/JavaScript for the agreement benchmark (it accepts some outputs BFCL rejects).
     """
     if not isinstance(category, str):
         return verdict("bfcl:bad_ground_truth", f"category is {type(category).__name__}, not str")
+    options = (accept_code_fences, python_unary_operators, tree_sitter_recovery)
     if "relevance" in category:  # covers irrelevance too
-        return _relevance(output, category, bfcl_quirks)
+        return _relevance(output, category, options)
     language = language_of(category, language)
-    problem = _checked_question(functions, possible_answer)
+    problem = _bad_question(functions, possible_answer)
     if problem:
         return verdict("bfcl:bad_ground_truth", problem)
     try:
-        calls = decode(output, language, bfcl_quirks)
+        calls = _decode(output, language, options)
     except (DecodeError, SyntaxFailure, RecursionError, MemoryError) as exc:
         return verdict("ast_decoder:decoder_failed", f"Invalid syntax. Failed to decode AST. {exc}")
     if language != "python" and not _is_call_list(calls):  # the Python decoder only builds call lists
         return verdict("ast_decoder:decoder_wrong_output_format", "Did not output in the specified format.")
     try:
-        return check_calls(calls, functions, possible_answer, category, language, greedy=bfcl_quirks)
+        return check_calls(calls, functions, possible_answer, category, language, optimal_parallel_matching)
     except CheckFailure as failure:
         return verdict(failure.error_type, str(failure))
     except (RecursionError, ArithmeticError, MemoryError) as exc:
@@ -65,9 +71,15 @@ def ast_match(output: str, functions: list[dict], possible_answer: list[dict] | 
         return verdict("bfcl:bad_ground_truth", f"{type(exc).__name__}: {exc}")
 
 
-def _relevance(output: str, category: str, bfcl_quirks: bool = False) -> dict:
+def _decode(output: str, language: str, options: tuple) -> list[dict]:
+    fences, unary, recovery = options
+    return decode(output, language, accept_code_fences=fences, python_unary_operators=unary,
+                  tree_sitter_recovery=recovery)
+
+
+def _relevance(output: str, category: str, options: tuple) -> dict:
     try:
-        calls = decode(output, "python", bfcl_quirks)
+        calls = _decode(output, "python", options)
         has_call = len(calls) > 0  # a Python decode is a list of {name: {...}}, never [{}]
     except (DecodeError, SyntaxFailure, RecursionError, MemoryError):
         has_call = False
@@ -86,34 +98,30 @@ def _is_call_list(calls) -> bool:
     )
 
 
-_VALIDATED: dict[tuple[int, int], tuple] = {}  # (id(functions), id(answer)) -> (functions, answer, problem)
-
-
-def _checked_question(functions, possible_answer) -> str | None:
-    """`_bad_question`, remembered per question object: an RL step scores many samples of the same question.
-    The entry holds the objects themselves, so their ids cannot be reused while cached."""
-    key = (id(functions), id(possible_answer))
-    hit = _VALIDATED.get(key)
-    if hit is not None and hit[0] is functions and hit[1] is possible_answer:
-        return hit[2]
-    problem = _bad_question(functions, possible_answer)
-    if len(_VALIDATED) >= 4096:
-        _VALIDATED.clear()
-    _VALIDATED[key] = (functions, possible_answer, problem)
-    return problem
-
-
 def _bad_question(functions, possible_answer) -> str | None:
-    if type(functions) is not list or not functions or not all(
-        type(f) is dict and type(f.get("name")) is str and type(f.get("parameters")) is dict
-        and type(f["parameters"].get("properties")) is dict
-        for f in functions
-    ):
-        return "functions must be a non-empty list of {name, parameters: {properties}} dicts"
-    if type(possible_answer) is not list or not possible_answer or not all(
-        type(a) is dict and len(a) == 1 and type(next(iter(a.values()))) is dict
-        and all(type(options) is list for options in next(iter(a.values())).values())
-        for a in possible_answer
-    ):
-        return "possible_answer must be a non-empty list of {function: {param: [options]}} dicts"
+    """What is wrong with the question's function list or possible answers, or None. Checked on every call,
+    as a plain loop: cheaper than the identity-keyed cache it replaced when questions do not repeat."""
+    if type(functions) is not list or not functions:
+        return _BAD_FUNCTIONS
+    for function in functions:
+        if type(function) is not dict or type(function.get("name")) is not str:
+            return _BAD_FUNCTIONS
+        parameters = function.get("parameters")
+        if type(parameters) is not dict or type(parameters.get("properties")) is not dict:
+            return _BAD_FUNCTIONS
+    if type(possible_answer) is not list or not possible_answer:
+        return _BAD_ANSWER
+    for answer in possible_answer:
+        if type(answer) is not dict or len(answer) != 1:
+            return _BAD_ANSWER
+        for options in answer.values():
+            if type(options) is not dict:
+                return _BAD_ANSWER
+            for allowed in options.values():
+                if type(allowed) is not list:
+                    return _BAD_ANSWER
     return None
+
+
+_BAD_FUNCTIONS = "functions must be a non-empty list of {name, parameters: {properties}} dicts"
+_BAD_ANSWER = "possible_answer must be a non-empty list of {function: {param: [options]}} dicts"

@@ -8,6 +8,10 @@
 1.0
 >>> bfcl_ast("[add(a=1)]", answer, {"functions": functions, "category": "simple_python"})["error_type"]
 'bfcl:missing_required'
+>>> fenced = "```python\\n[add(a=1, b=2)]\\n```"  # the official evaluation cannot decode this
+>>> bfcl_ast(fenced, answer, {"functions": functions})["score"], bfcl_ast(fenced, answer, {"functions": functions},
+...     accept_code_fences=True)["score"]
+(0.0, 1.0)
 """
 
 from __future__ import annotations
@@ -59,7 +63,7 @@ _PLAIN: dict[int, tuple] = {}  # id(object) -> (object, plain copy); holds the o
 def _json(value):
     """Ground truth / functions as plain lists and dicts: a JSON string (parquet columns often hold one) is
     parsed, numpy arrays from parquet (also nested inside dicts) become lists. Both are cached, per string and
-    per object, so the checker's per-question caches see the same objects for every sample of a question."""
+    per object: the samples of one question (an RL step scores many) parse and convert it once."""
     if isinstance(value, str):
         return _loads(value)
     if not isinstance(value, (list, dict, tuple)) and not hasattr(value, "tolist"):
@@ -88,10 +92,22 @@ def _plain(value, depth: int = 0):
 
 @REWARDS.register("bfcl_ast")
 def bfcl_ast(solution_str, ground_truth, extra_info=None, *, category: str | None = None,
-             language: str | None = None, **kwargs) -> dict:
+             language: str | None = None, accept_code_fences: bool = False, python_unary_operators: bool = False,
+             optimal_parallel_matching: bool = False, **kwargs) -> dict:
     """Reward component: `ground_truth` is BFCL's possible-answer list (or its JSON string); `extra_info` has
-    `functions` (list or JSON string), `category` and optionally `language`. The options `category` /
-    `language` are defaults for rows whose `extra_info` lacks them (else simple_python / python). Never raises.
+    `functions` (list or JSON string), `category` and optionally `language`. Never raises.
+
+    Options (YAML kwargs next to the name):
+    - category (str, default None): for rows whose `extra_info` has no `category` (else simple_python).
+    - language (str, default None): likewise for `language` (else taken from the category, else python).
+    - accept_code_fences (bool, default False): unwrap a ```` ```python ```` fence before decoding. The official
+      evaluation cannot decode such output and scores it wrong.
+    - python_unary_operators (bool, default False): read `+5` as 5 and `not True` as False. The official
+      decoder makes every unary operator a minus (`+5` is -5).
+    - optimal_parallel_matching (bool, default False): match parallel calls one-to-one where the official
+      greedy matcher gives up.
+    With the defaults the score is the official BFCL verdict (README "BFCL AST match"); each option accepts
+    outputs the official evaluation rejects, so a policy trained with it can learn them.
     """
     try:
         info = extra_info if isinstance(extra_info, dict) else {}
@@ -101,7 +117,10 @@ def bfcl_ast(solution_str, ground_truth, extra_info=None, *, category: str | Non
         possible_answer = _json(ground_truth)
         if isinstance(possible_answer, dict) and "ground_truth" in possible_answer:
             possible_answer = possible_answer["ground_truth"]
-        result = ast_match(solution_str, functions, possible_answer, category, language)
+        result = ast_match(solution_str, functions, possible_answer, category, language,
+                           accept_code_fences=bool(accept_code_fences),
+                           python_unary_operators=bool(python_unary_operators),
+                           optimal_parallel_matching=bool(optimal_parallel_matching))
     except (ValueError, TypeError, AttributeError, RecursionError) as exc:  # unreadable JSON, nonsense extra_info
         result = {"valid": False, "error_type": "bfcl:bad_ground_truth", "errors": [f"{type(exc).__name__}: {exc}"]}
     except Exception as exc:  # never raise from a reward; the type says where it came from

@@ -77,8 +77,12 @@ SIMPLE = [
     ("[get_weather(city='SF', metric=False)]", False, "value_error:others"),
     # not a call list at all
     ("The weather is nice.", False, "ast_decoder:decoder_failed"),
-    # reasoning and a fence around the gold answer
-    ("<think>SF</think>\n```python\n[get_weather(city='SF')]\n```", True, None),
+    # reasoning and a plain fence around the gold answer
+    ("<think>SF</think>\n```\n[get_weather(city='SF')]\n```", True, None),
+    # a fence with a language tag: the official decoder leaves `python` in the text and fails
+    ("<think>SF</think>\n```python\n[get_weather(city='SF')]\n```", False, "ast_decoder:decoder_failed"),
+    # a unary plus negates, as in the official decoder: +3 is -3
+    ("[get_weather(city='SF', days=+3)]", False, "value_error:others"),
 ]
 
 
@@ -154,15 +158,34 @@ def test_parallel(output, valid, error_type, category):
     assert (verdict["valid"], verdict["error_type"]) == (valid, error_type)
 
 
-def test_parallel_uses_a_one_to_one_matching_not_greedy():
+def test_parallel_matching_is_greedy_unless_asked_for_a_one_to_one_matching():
     # Answer 0 accepts tz UTC or CET, answer 1 only UTC. The output [UTC, CET] has a valid assignment
     # (answer 0 <- CET, answer 1 <- UTC); BFCL's greedy matcher gives call UTC to answer 0 first and then finds
-    # nothing for answer 1. We accept (documented divergence); bfcl_quirks reproduces BFCL's verdict.
+    # nothing for answer 1. By default we give BFCL's verdict; optimal_parallel_matching finds the assignment.
     answer = [{"get_time": {"tz": ["UTC", "CET"]}}, {"get_time": {"tz": ["UTC"]}}]
     output = "[get_time(tz='UTC'), get_time(tz='CET')]"
-    assert ast_match(output, [TIME], answer, "parallel")["valid"]
-    quirky = ast_match(output, [TIME], answer, "parallel", bfcl_quirks=True)
-    assert quirky["error_type"] == "parallel_function_checker_no_order:cannot_find_match"
+    verdict = ast_match(output, [TIME], answer, "parallel")
+    assert verdict["error_type"] == "parallel_function_checker_no_order:cannot_find_match"
+    assert ast_match(output, [TIME], answer, "parallel", optimal_parallel_matching=True)["valid"]
+    # the calls in the order greedy matching needs pass either way
+    assert ast_match("[get_time(tz='CET'), get_time(tz='UTC')]", [TIME], answer, "parallel")["valid"]
+
+
+WEATHER_DAYS = [{"get_weather": {"city": ["SF"], "days": [3, ""], "metric": [True, ""]}}]
+LENIENT_OPTIONS = [
+    # a fence with a language tag: rejected by default (as officially), unwrapped with accept_code_fences
+    ("```python\n[get_weather(city='SF')]\n```", "accept_code_fences"),
+    # a unary plus: negated by default (as officially), kept with python_unary_operators
+    ("[get_weather(city='SF', days=+3)]", "python_unary_operators"),
+    # `not False` is -False == 0 by default (as officially), True with python_unary_operators
+    ("[get_weather(city='SF', metric=not False)]", "python_unary_operators"),
+]
+
+
+@pytest.mark.parametrize(("output", "option"), LENIENT_OPTIONS)
+def test_lenient_options_accept_what_the_official_checker_rejects(output, option):
+    assert not ast_match(output, [WEATHER], WEATHER_DAYS, "simple_python")["valid"]
+    assert ast_match(output, [WEATHER], WEATHER_DAYS, "simple_python", **{option: True})["valid"]
 
 
 RELEVANCE = [

@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from agentic_verl.rewards.bfcl import DecodeError, decode
+from agentic_verl.rewards.bfcl import DecodeError, _javascript, decode
+from agentic_verl.rewards.bfcl.decode import bracketed
 
 PYTHON_CASES = [
     # the plain prompting format: a list of keyword calls
@@ -19,16 +20,14 @@ PYTHON_CASES = [
     ("[math.hypot(x=4, y=5)]", [{"math.hypot": {"x": 4, "y": 5}}]),
     # a plain code fence is stripped
     ("```\n[f(a=1)]\n```", [{"f": {"a": 1}}]),
-    # a fence with a language tag is unwrapped (documented divergence: BFCL fails to decode it)
-    ("```python\n[f(a=1)]\n```", [{"f": {"a": 1}}]),
     # reasoning before the last </think> is dropped
     ("<think>maybe [g(a=2)]</think>\n\n[f(a=1)]", [{"f": {"a": 1}}]),
     # negative numbers
     ("[f(a=-5, b=-2.5)]", [{"f": {"a": -5, "b": -2.5}}]),
-    # unary plus keeps the sign (documented divergence: BFCL turns +5 into -5)
-    ("[f(a=+5)]", [{"f": {"a": 5}}]),
-    # `not` is logical negation (BFCL: -True == -1)
-    ("[f(a=not True)]", [{"f": {"a": False}}]),
+    # every unary operator negates, as in BFCL's decoder: +5 is -5, not True is -1, ~5 is -5
+    ("[f(a=+5, b=not True, c=~5)]", [{"f": {"a": -5, "b": -1, "c": -5}}]),
+    # inside arithmetic, operators keep Python's meaning (BFCL evaluates the expression)
+    ("[f(a=+5 + 1)]", [{"f": {"a": 6}}]),
     # %-formatting of literals, as BFCL's eval would give
     ("[f(a='%s-%d' % ('v', 5))]", [{"f": {"a": "v-5"}}]),
     # literal arithmetic is folded without executing anything
@@ -98,17 +97,45 @@ def test_python_decode_failures(text):
         decode(text)
 
 
-def test_bfcl_quirks_reproduce_tree_sitter_error_recovery():
-    # BFCL accepts these through tree-sitter's error recovery; bfcl_quirks mimics it for the benchmark
-    assert decode("[[f(a=1, b=2)]]", "java", bfcl_quirks=True) == [{"f": {"a": "1", "b": "2"}}]
-    assert decode("[f(**opts, a=1)]", "javascript", bfcl_quirks=True) == [{"f": {"a": "1"}}]
+def test_tree_sitter_recovery_approximates_the_official_error_recovery():
+    # BFCL accepts these through tree-sitter's error recovery; tree_sitter_recovery mimics it for the benchmark
+    assert decode("[[f(a=1, b=2)]]", "java", tree_sitter_recovery=True) == [{"f": {"a": "1", "b": "2"}}]
+    assert decode("[f(**opts, a=1)]", "javascript", tree_sitter_recovery=True) == [{"f": {"a": "1"}}]
 
 
-def test_bfcl_quirks_reproduce_the_official_unary_and_fence_handling():
-    # With quirks, every unary operator negates and a ```python fence makes the text undecodable.
-    assert decode("[f(a=+5, b=not True)]", bfcl_quirks=True) == [{"f": {"a": -5, "b": -1}}]
+def test_lenient_options_unwrap_fences_and_keep_unary_meaning():
+    # By default a ```python fence is undecodable (as in BFCL); the lenient options read it as Python would.
     with pytest.raises(DecodeError):
-        decode("```python\n[f(a=1)]\n```", bfcl_quirks=True)
+        decode("```python\n[f(a=1)]\n```")
+    text = "<think>x</think>```python\n[f(a=+5, b=not True, c=~5)]\n```"
+    expected = [{"f": {"a": 5, "b": False, "c": -6}}]
+    assert decode(text, accept_code_fences=True, python_unary_operators=True) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # texts without a parenthesis are decided without the parser: an empty list ...
+        "[]", "[ \n ]", "",
+        # ... or no call; these must give what the parser gives
+        "Sorry, I can't.", "[a, b]", "[1]", "[] + []", "[\x00]", "['x']",
+        # with a comment, a line continuation or other whitespace the parser decides
+        "[ # nothing\n]", "[\\\n]", "[\x0c]",
+    ],
+)
+def test_text_without_a_call_decodes_as_the_parser_would(text):
+    import ast
+
+    try:
+        tree = ast.parse(bracketed(text).strip().strip("'"), mode="eval")
+        expected = [] if isinstance(tree.body, ast.List) and not tree.body.elts else DecodeError
+    except (SyntaxError, ValueError):
+        expected = DecodeError
+    if expected is DecodeError:
+        with pytest.raises(DecodeError):
+            decode(text)
+    else:
+        assert decode(text) == expected
 
 
 JAVA_CASES = [
@@ -152,6 +179,30 @@ def test_java_decoding(text, expected):
 @pytest.mark.parametrize(("text", "expected"), JS_CASES)
 def test_javascript_decoding(text, expected):
     assert decode(text, "javascript") == expected
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # taken by the regular-expression fast path ...
+        "f(a=1)", "f()", "f(  )", "f(a=1,)", "a.b.c(x='y')", "f(a=-5, b=-5.5)", "f(a=1);", " f(a=1) ; ",
+        "f(a = 'b' , c= 3 )", "f(a=$x, $b=1)", "f(in=1)", "f(a=in)", "f(a=x, b=y)",
+        # ... or left to the parser, which must give the same answer
+        "f(a=1,,)", "typeof(a=1)", "true(a=1)", "new(a=1)", "f(true=1)", "f(a=true)", "f(a=new)", "f(a=async)",
+        "f(async=1)", "f(a=5n)", "f(a=1e5)", "f(a=1); g(b=2)", "f(a=1)\ng(b=2)", "f(a=1, a=2)", "f(a='x\\'y')",
+        "f(a=b c)", "f(a=.5)", "f(a=1.)", "f(a=1.5.3)", "f(a=void)", "function(a=1)", "f(a=1)//c", "f(a=1 /*c*/)",
+    ],
+)
+def test_javascript_fast_path_gives_what_the_parser_gives(source, monkeypatch):
+    def parse(text):
+        try:
+            return _javascript.parse_javascript_call(text)
+        except ValueError as exc:
+            return type(exc)
+
+    fast = parse(source)
+    monkeypatch.setattr(_javascript, "_simple_call", lambda text: None)
+    assert fast == parse(source)
 
 
 @pytest.mark.parametrize(

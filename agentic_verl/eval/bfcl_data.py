@@ -1,0 +1,158 @@
+"""BFCL v4 questions from the `bfcl-eval` package, and the prompts BFCL's prompting mode builds for them.
+
+    questions = load_questions(["simple_python", "live_irrelevance"], limit=2)
+    messages = build_messages(questions[0])          # BFCL's system prompt + the question's user turn(s)
+
+The question and possible-answer files are read from the installed package (`bfcl_eval/data/`, install it with
+`pip install --no-deps bfcl-eval==2026.3.23`); none of its modules is imported except the prompt templates
+(`bfcl_eval.constants.default_prompts`: `bfcl_eval.utils` creates folders next to the package on import).
+
+The prompt is BFCL's for a prompting model (`system_prompt_pre_processing_chat_model` with its default format
+`ret_fmt=python&tool_call_tag=False&func_doc_fmt=json&prompt_fmt=plaintext&style=classic`): the function list
+after BFCL's language-specific hints (`_func_doc_language_specific_pre_processing`: "Note that the provided
+function is in Python 3 syntax.", Java/JavaScript parameters described as strings), as `json.dumps(indent=4)`.
+A question that brings its own system turn gets BFCL's prompt in front of it. `prompt="funreason"` uses the
+training prompt of this repository instead (`agent_loops.prompts.bfcl_system_prompt`: BFCL's wording plus
+"reason inside <think>...</think>, then the calls"), for models trained on it.
+Scoring uses the functions as given, without hints (as BFCL's checker does).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from importlib import resources
+
+from agentic_verl.rewards.bfcl import AST_CATEGORIES, RELEVANCE_CATEGORIES, language_of
+
+CATEGORIES = AST_CATEGORIES + RELEVANCE_CATEGORIES
+NON_LIVE_AST = ("simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple")
+LIVE = ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple", "live_irrelevance",
+        "live_relevance")  # fmt: skip
+GROUPS = {"all": CATEGORIES, "non_live": NON_LIVE_AST + ("irrelevance",), "live": LIVE, "ast": AST_CATEGORIES,
+          "relevance": RELEVANCE_CATEGORIES}  # fmt: skip
+PROMPTS = ("bfcl", "funreason")
+_VERSION = "BFCL_v4"
+_INSTALL = "pip install --no-deps bfcl-eval==2026.3.23"
+
+
+def resolve_categories(names) -> list[str]:
+    """Category names and group names (all, non_live, live, ast, relevance) -> categories, in BFCL's order."""
+    chosen = set()
+    for name in [names] if isinstance(names, str) else list(names or ["all"]):
+        for part in str(name).replace(",", " ").split():
+            if part in GROUPS:
+                chosen.update(GROUPS[part])
+            elif part in CATEGORIES:
+                chosen.add(part)
+            else:
+                raise ValueError(f"unknown BFCL category {part!r}; known: {', '.join(CATEGORIES)} "
+                                 f"and the groups {', '.join(GROUPS)}")
+    return [category for category in CATEGORIES if category in chosen]
+
+
+def _data_dir():
+    try:
+        return resources.files("bfcl_eval") / "data"
+    except ModuleNotFoundError:
+        raise ModuleNotFoundError(f"the BFCL questions come from the bfcl-eval package: {_INSTALL}") from None
+
+
+def _read_jsonl(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def load_questions(categories, limit: int | None = None) -> list[dict]:
+    """`[{"id", "category", "turns", "functions", "possible_answer"}]`, the first `limit` of each category
+    (all when None); `turns` are the messages of the question's single turn, `possible_answer` is None for
+    the relevance categories."""
+    data = _data_dir()
+    questions = []
+    for category in resolve_categories(categories):
+        entries = _read_jsonl(data / f"{_VERSION}_{category}.json")[:limit]
+        answers = {}
+        answer_file = data / "possible_answer" / f"{_VERSION}_{category}.json"
+        if answer_file.is_file():
+            answers = {entry["id"]: entry["ground_truth"] for entry in _read_jsonl(answer_file)}
+        for entry in entries:
+            if category in AST_CATEGORIES and entry["id"] not in answers:
+                raise ValueError(f"{entry['id']} has no possible answer in {answer_file}")
+            questions.append({"id": entry["id"], "category": category, "turns": entry["question"][0],
+                              "functions": entry["function"], "possible_answer": answers.get(entry["id"])})
+    return questions
+
+
+def _hint(category: str) -> str:
+    language = language_of(category)
+    if language == "java":
+        return " Note that the provided function is in Java 8 SDK syntax."
+    if language == "javascript":
+        return " Note that the provided function is in JavaScript syntax."
+    return " Note that the provided function is in Python 3 syntax."
+
+
+def hinted_functions(functions: list[dict], category: str) -> list[dict]:
+    """BFCL's `_func_doc_language_specific_pre_processing`, on a copy: the language note in each description;
+    Java / JavaScript parameters become strings, their declared type (and item / dict schema) said in words."""
+    functions = copy.deepcopy(functions)
+    language = language_of(category)
+    for function in functions:
+        function["description"] = function["description"] + _hint(category)
+        if language == "python":
+            continue
+        name = "Java" if language == "java" else "JavaScript"
+        array_types = ("ArrayList", "Array") if language == "java" else ("array",)
+        for value in function["parameters"]["properties"].values():
+            if value["type"] == "any":
+                value["description"] += f" This parameter can be of any type of {name} object in string representation."
+            else:
+                value["description"] += f" This is {name} {value['type']} type parameter in string representation."
+            if value["type"] in array_types:
+                value["description"] += (f" The list elements are of type {value['items']['type']}; they are not in "
+                                         "string representation.")
+                del value["items"]
+            if language == "javascript" and value["type"] == "dict" and "properties" in value:
+                value["description"] += (" The dictionary entries have the following schema; they are not in string "
+                                         f"representation. {json.dumps(value['properties'])}")
+                del value["properties"]
+            value["type"] = "string"
+    return functions
+
+
+def bfcl_system_prompt(functions: list[dict]) -> str:
+    """BFCL's default system prompt for prompting models, over already hinted functions."""
+    try:
+        from bfcl_eval.constants.default_prompts import (
+            OUTPUT_FORMAT_MAPPING,
+            PARAM_TYPE_MAPPING,
+            PROMPT_STYLE_TEMPLATES,
+            PROMPT_TEMPLATE_MAPPING,
+        )
+    except ModuleNotFoundError:
+        raise ModuleNotFoundError(f"BFCL's prompt templates come from the bfcl-eval package: {_INSTALL}") from None
+    style = PROMPT_STYLE_TEMPLATES["classic"]
+    tool_call = style["tool_call_no_tag"].format(output_format=OUTPUT_FORMAT_MAPPING["python"],
+                                                 param_types=PARAM_TYPE_MAPPING["python"])
+    tools = style["available_tools"].format(format="json", functions=json.dumps(functions, indent=4))
+    return PROMPT_TEMPLATE_MAPPING["plaintext"].format(persona=style["persona"], task=style["task"],
+                                                       tool_call_format=tool_call,
+                                                       multiturn_behavior=style["multiturn_behavior"],
+                                                       available_tools=tools)
+
+
+def build_messages(question: dict, prompt: str = "bfcl") -> list[dict]:
+    """The chat messages for one question: the system prompt (`prompt`: bfcl | funreason) over the hinted
+    functions, then the question's turns (its own system turn appended to ours, as BFCL does)."""
+    functions = hinted_functions(question["functions"], question["category"])
+    if prompt == "bfcl":
+        system = bfcl_system_prompt(functions)
+    elif prompt == "funreason":
+        from agentic_verl.agent_loops.prompts import bfcl_system_prompt as funreason_system_prompt
+
+        system = funreason_system_prompt(functions)
+    else:
+        raise ValueError(f"unknown BFCL prompt {prompt!r}; known: {', '.join(PROMPTS)}")
+    turns = [dict(turn) for turn in question["turns"]]
+    if turns and turns[0].get("role") == "system":
+        return [{"role": "system", "content": system + "\n\n" + turns[0]["content"]}, *turns[1:]]
+    return [{"role": "system", "content": system}, *turns]

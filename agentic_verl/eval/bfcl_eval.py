@@ -1,0 +1,245 @@
+"""`agentic-verl eval bfcl`: a model on BFCL's single-turn categories, scored and aggregated as FunReason reports.
+
+    result = evaluate(BFCLEvalSettings(model="outputs/funreason/hf", engine="vllm", categories=["all"]))
+    print(format_paper_table(result), format_category_table(result), sep="\\n\\n")
+
+Questions: BFCL v4's AST categories (simple_python / java / javascript, multiple, parallel, parallel_multiple and
+their live_ counterparts) and irrelevance / live_irrelevance / live_relevance, read from the `bfcl-eval`
+package (`bfcl_data.py`), the first `limit` of each category. Prompt: BFCL's prompting-mode system prompt over
+the function docs as BFCL builds them (or this repository's FunReason training prompt), then the question's
+turn, through the tokenizer's chat template. Generation: an in-process engine (`--model DIR`: `engine="vllm"`
+or `"hf"`, `agentic_verl.generation`) or an OpenAI-compatible server (`--endpoint URL --model-name NAME`),
+every question in flight at once (the engines batch). Defaults: greedy decoding (BFCL generates at temperature
+0.001), up to 4096 new tokens (BFCL's cap).
+
+Scoring: `agentic_verl.rewards.bfcl.ast_match` in its default mode, which gives the official bfcl-eval verdict
+(the `bfcl_ast` training reward's default too), on the text after the last `</think>` (as BFCL's
+reasoning-model handlers do). Aggregates, as FunReason (arXiv 2505.20192) reports BFCL:
+- Non-Live AST: the unweighted mean of simple (itself the mean of simple_python / java / javascript),
+  multiple, parallel and parallel_multiple;
+- Live: accuracy over all questions of live_simple, live_multiple, live_parallel, live_parallel_multiple,
+  live_irrelevance and live_relevance together (count-weighted);
+- Overall: (Non-Live AST + Live) / 2.
+An aggregate over only some of its categories (`--categories`, or a category left out) is marked partial.
+Every failed question keeps BFCL's error type; the category table counts them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from agentic_verl.eval.bfcl_data import LIVE, NON_LIVE_AST, PROMPTS, build_messages, load_questions, resolve_categories
+from agentic_verl.eval.published import FUNREASON_BFCL
+from agentic_verl.rewards.bfcl import ast_match, language_of
+
+SIMPLE = ("simple_python", "simple_java", "simple_javascript")
+NON_LIVE_GROUPS = (("simple", SIMPLE), ("multiple", ("multiple",)), ("parallel", ("parallel",)),
+                   ("parallel_multiple", ("parallel_multiple",)))  # fmt: skip
+GENERATION_FAILED = "eval:generation_failed"
+
+
+@dataclass
+class BFCLEvalSettings:
+    model: str | None = None  # an HF model folder, generated in-process by `engine`
+    endpoint: str | None = None  # or an OpenAI-compatible server ...
+    model_name: str | None = None  # ... serving this model name
+    tokenizer: str | None = None  # the model's tokenizer (default: model, or model_name)
+    engine: str = "vllm"  # in-process engine: "vllm" | "hf" (agentic_verl.generation.ENGINES)
+    categories: list[str] = field(default_factory=lambda: ["all"])  # names or groups (bfcl_data.GROUPS)
+    limit: int | None = None  # first N questions of each category
+    label: str = ""
+    prompt: str = "bfcl"  # "bfcl": BFCL's prompting system prompt; "funreason": this repo's training prompt
+    temperature: float = 0.0  # greedy (BFCL: 0.001)
+    top_p: float = 1.0
+    max_tokens: int = 4096  # new tokens per question (BFCL caps at 4096)
+    concurrency: int = 64  # questions in flight (the in-process engines' batch size)
+    dtype: str = "auto"  # in-process engines: auto = bfloat16 on CUDA, float32 on CPU
+    seed: int = 0
+
+    def __post_init__(self):
+        self.categories = resolve_categories(self.categories)
+        if (self.model is None) == (self.endpoint is None):
+            raise ValueError("give exactly one of a model folder (--model) or an endpoint (--endpoint)")
+        if self.endpoint is not None and not self.model_name:
+            raise ValueError("--endpoint needs --model-name (the name the server serves the model under)")
+        if self.model is not None and not Path(self.model).is_dir():
+            raise FileNotFoundError(f"model folder not found: {self.model}")
+        if self.prompt not in PROMPTS:
+            raise ValueError(f"unknown prompt {self.prompt!r}; known: {', '.join(PROMPTS)}")
+        for name in ("max_tokens", "concurrency"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"limit must be >= 1, got {self.limit}")
+
+    @property
+    def tokenizer_path(self) -> str:
+        return self.tokenizer or self.model or self.model_name
+
+
+def evaluate(settings: BFCLEvalSettings, engine=None) -> dict:
+    """Generate an answer to every question and score it; returns {"settings", "summary", "categories",
+    "questions"}. `engine`: anything with the engines' `generate`; default: built from the settings."""
+    from agentic_verl.eval.qa_eval import _dtype, load_tokenizer
+
+    # everything that can be wrong with the inputs fails here, before an engine starts (~1 min for vLLM)
+    questions = load_questions(settings.categories, settings.limit)
+    tokenizer = load_tokenizer(settings.tokenizer_path)
+    prompts = [prompt_ids(tokenizer, build_messages(q, settings.prompt)) for q in questions]
+    if engine is not None:
+        return asyncio.run(_evaluate(settings, engine, tokenizer, questions, prompts))
+    if settings.endpoint is not None:
+        from agentic_verl.generation.openai_endpoint import EndpointGenerationEngine
+
+        endpoint = EndpointGenerationEngine(settings.endpoint, settings.model_name, tokenizer,
+                                            default_max_tokens=settings.max_tokens)
+        return asyncio.run(_evaluate(settings, endpoint, tokenizer, questions, prompts))
+    from agentic_verl.generation import open_engine
+
+    with open_engine(settings.engine, settings.model, dtype=_dtype(settings.dtype),
+                     max_batch_size=settings.concurrency, seed=settings.seed) as built:
+        return asyncio.run(_evaluate(settings, built, tokenizer, questions, prompts))
+
+
+def prompt_ids(tokenizer, messages: list[dict]) -> list[int]:
+    """The chat template's text with the generation prompt, tokenized without extra special tokens."""
+    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    return tokenizer.encode(text, add_special_tokens=False)
+
+
+async def _evaluate(s: BFCLEvalSettings, engine, tokenizer, questions: list[dict], prompts: list[list[int]]) -> dict:
+    check = getattr(engine, "check", None)
+    if check is not None:
+        await check()  # an endpoint that is down or serves another model fails here, before any question
+    sampling = {"temperature": s.temperature, "top_p": s.top_p, "max_tokens": s.max_tokens, "logprobs": False}
+    if s.temperature > 0:
+        sampling["seed"] = s.seed
+    semaphore = asyncio.Semaphore(s.concurrency)
+
+    async def one(question: dict, ids: list[int]) -> tuple[str, str, int]:
+        async with semaphore:
+            try:
+                out = await engine.generate(ids, dict(sampling), request_id=question["id"])
+            except ValueError as exc:  # e.g. a prompt longer than the model's context: this question fails
+                return "", f"{GENERATION_FAILED}: {exc}", 0
+        text = tokenizer.decode(out.token_ids, skip_special_tokens=True)
+        return text, out.finish_reason, len(out.token_ids)
+
+    started = time.perf_counter()
+    try:
+        outputs = await asyncio.gather(*(one(q, ids) for q, ids in zip(questions, prompts, strict=True)))
+    finally:
+        aclose = getattr(engine, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    wall = time.perf_counter() - started
+    records = score(questions, [text for text, _, _ in outputs])
+    for record, ids, (_, finish, n_tokens) in zip(records, prompts, outputs, strict=True):
+        record.update(prompt_tokens=len(ids), output_tokens=n_tokens, finish_reason=finish)
+        if finish.startswith(GENERATION_FAILED):
+            record.update(valid=False, error_type=GENERATION_FAILED, errors=[finish])
+    result = summarize(records)
+    result["summary"]["seconds"] = round(wall, 1)
+    settings = asdict(s)
+    settings["model"] = s.model or s.model_name
+    return {"settings": settings, **result}
+
+
+def score(questions: list[dict], outputs: list[str]) -> list[dict]:
+    """One record per question: its output and the official-compatible verdict (`ast_match` defaults)."""
+    records = []
+    for question, output in zip(questions, outputs, strict=True):
+        category = question["category"]
+        verdict = ast_match(output, question["functions"], question["possible_answer"], category,
+                            language_of(category))
+        records.append({"id": question["id"], "category": category, "output": output, "valid": verdict["valid"],
+                        "error_type": verdict["error_type"], "errors": verdict["errors"][:1]})
+    return records
+
+
+def summarize(records: list[dict]) -> dict:
+    """Per-category accuracy and error types, and the aggregates: {"summary", "categories", "questions"}."""
+    categories = {}
+    for category in dict.fromkeys(r["category"] for r in records):
+        group = [r for r in records if r["category"] == category]
+        errors = Counter(r["error_type"] for r in group if not r["valid"])
+        categories[category] = {"n": len(group), "correct": sum(r["valid"] for r in group),
+                                "accuracy": sum(r["valid"] for r in group) / len(group),
+                                "truncated": sum(r.get("finish_reason") == "length" for r in group),
+                                "errors": dict(errors.most_common())}
+    return {"summary": {"n": len(records), **aggregate(categories)}, "categories": categories, "questions": records}
+
+
+def aggregate(categories: dict[str, dict]) -> dict:
+    """FunReason's Non-Live AST, Live and Overall (fractions) from per-category {"n", "correct", "accuracy"};
+    each with the categories it used and `complete` (all of its categories evaluated); None when none was.
+
+    >>> cats = {"simple_python": {"n": 4, "correct": 2, "accuracy": .5}, "multiple": {"n": 2, "correct": 2, "accuracy": 1.}}
+    >>> result = aggregate(cats)
+    >>> result["non_live"], result["non_live_complete"], result["live"], result["overall"]
+    (0.75, False, None, None)
+    """
+    groups = []
+    for _, members in NON_LIVE_GROUPS:
+        scores = [categories[c]["accuracy"] for c in members if c in categories]
+        if scores:
+            groups.append(sum(scores) / len(scores))
+    non_live = sum(groups) / len(groups) if groups else None
+    non_live_used = [c for c in NON_LIVE_AST if c in categories]
+    live_used = [c for c in LIVE if c in categories]
+    n_live = sum(categories[c]["n"] for c in live_used)
+    live = sum(categories[c]["correct"] for c in live_used) / n_live if n_live else None
+    both = non_live is not None and live is not None
+    return {
+        "non_live": non_live, "non_live_complete": len(non_live_used) == len(NON_LIVE_AST),
+        "non_live_categories": non_live_used,
+        "live": live, "live_complete": len(live_used) == len(LIVE), "live_categories": live_used,
+        "overall": (non_live + live) / 2 if both else None,
+        "overall_complete": both and len(non_live_used) == len(NON_LIVE_AST) and len(live_used) == len(LIVE),
+    }
+
+
+def _label(result: dict) -> str:
+    return result["settings"].get("label") or Path(str(result["settings"]["model"])).name
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.2f}"
+
+
+def format_paper_table(result: dict) -> str:
+    """Non-Live AST / Live / Overall: FunReason's published rows, then ours (partial aggregates marked *)."""
+    s = result["summary"]
+    lines = ["| model | Non-Live AST | Live | Overall |", "|---|---|---|---|"]
+    lines += [f"| {name} | {row[0]:.2f} | {row[1]:.2f} | {row[2]:.2f} |" for name, row in FUNREASON_BFCL.items()]
+    cells = [_pct(s[key]) + ("" if s[key] is None or s[f"{key}_complete"] else "*")
+             for key in ("non_live", "live", "overall")]
+    lines.append(f"| {_label(result)} (n={s['n']}) | " + " | ".join(cells) + " |")
+    if any(cell.endswith("*") for cell in cells):
+        lines.append("\n\\* over the evaluated categories only (not all of the aggregate's categories)")
+    return "\n".join(lines)
+
+
+def format_category_table(result: dict, top: int = 3) -> str:
+    """Per category: n, accuracy, outputs cut at the token limit, and the most frequent error types."""
+    lines = ["| category | n | accuracy | truncated | errors (most frequent) |", "|---|---|---|---|---|"]
+    for category, c in result["categories"].items():
+        errors = ", ".join(f"{name} {count}" for name, count in list(c["errors"].items())[:top]) or "-"
+        more = len(c["errors"]) - top
+        lines.append(f"| {category} | {c['n']} | {_pct(c['accuracy'])} | {c.get('truncated', 0)} | {errors}"
+                     + (f" (+{more} more types)" if more > 0 else "") + " |")
+    return "\n".join(lines)
+
+
+def write_result(result: dict, out_dir: str | Path) -> Path:
+    """OUT/result.json (everything, per-question outputs included) and OUT/table.md (both tables)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "result.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    (out / "table.md").write_text(format_paper_table(result) + "\n\n" + format_category_table(result) + "\n")
+    return out / "result.json"
