@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
+import errno
 import json
+import sys
 
 
 def register(subparsers) -> None:
@@ -15,20 +18,29 @@ def register(subparsers) -> None:
                        "they are JSON), e.g. -o k1=0.9 -o b=0.4; `index build --backend NAME --list-options` lists them.")
     p.add_argument("--corpus", required=False, help="corpus JSONL (.gz accepted)")
     p.add_argument("--out", required=False, help="output index folder")
-    p.add_argument("--backend", default="bm25s", help="bm25s (default), lucene, dense, hybrid, or module:Class")
+    p.add_argument("--backend", default=argparse.SUPPRESS, help="bm25s (default), lucene, dense, hybrid, or module:Class")
     p.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE", help="a backend option")
-    p.add_argument("--faiss-index", choices=("flat", "hnsw", "ivf"),
-                   help="dense / hybrid: faiss index type; hnsw or ivf for large corpora (same as -o faiss_index=...)")
+    p.add_argument("--faiss-index", "--dense-index", dest="faiss_index", choices=("flat", "hnsw", "ivf", "ivfpq"),
+                   help="dense / hybrid: faiss index type; hnsw, ivf or ivfpq (~1/30 of flat's memory) for large "
+                   "corpora (same as -o faiss_index=...)")
     p.add_argument("--convention", metavar="NAME",
                    help="dense / hybrid: query/passage text convention of the model: auto (default: e5 / bge from "
                    "the model name, else none), none, e5 ('query: '/'passage: '), bge (RAG-R1's query instruction); "
                    "stored in index_meta.json and applied to queries at load (same as -o convention=...)")
+    p.add_argument("--shards", type=int, metavar="N",
+                   help="bm25s / dense: split the corpus into N shards; the build streams the corpus, holds one shard "
+                   "at a time in memory and can be resumed; queries search every shard and merge their top-k "
+                   "exactly (pick N so that a shard has <= ~1-2M passages)")
+    p.add_argument("--resume", action="store_true",
+                   help="finish an interrupted --shards build in --out (its corpus, backend and options are read "
+                   "from the build's manifest); completed steps are kept")
     p.add_argument("--overwrite", action="store_true", help="replace a non-empty --out folder")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--list-options", action="store_true", help="print the backend's options and exit")
     p.set_defaults(handler=_build)
 
-    p = sub.add_parser("info", help="print an index folder's index_meta.json")
+    p = sub.add_parser("info", help="print an index folder's index_meta.json (stdout) and the memory it needs to "
+                       "serve (stderr, an estimate)")
     p.add_argument("index", help="index folder")
     p.set_defaults(handler=_info)
 
@@ -56,7 +68,12 @@ def parse_options(items: list[str]) -> dict:
 
 
 def _build(args) -> int:
-    from agentic_verl.retrieval.index import backend_class, build_index
+    from agentic_verl.retrieval.build import resume_command
+    from agentic_verl.retrieval.index import DEFAULT_BACKEND, backend_class, build_index
+
+    args.backend_given = hasattr(args, "backend")
+    if not args.backend_given:
+        args.backend = DEFAULT_BACKEND
 
     if args.list_options:
         cls = backend_class(args.backend)
@@ -66,8 +83,8 @@ def _build(args) -> int:
         for key, help_text in (options or {}).items():
             print(f"  {key:12s} {help_text}")
         return 0
-    if not args.corpus or not args.out:
-        raise ValueError("index build needs --corpus and --out")
+    if not args.out or not (args.corpus or args.resume):
+        raise ValueError("index build needs --corpus and --out (or --out and --resume)")
     options = parse_options(args.option)
     dense_key = "dense.{}" if args.backend == "hybrid" else "{}"  # hybrid passes dense.<option> to its dense index
     if args.faiss_index:
@@ -76,13 +93,24 @@ def _build(args) -> int:
         options[dense_key.format("convention")] = args.convention
     if args.backend in ("dense", "hybrid"):
         _announce_convention(lambda key: options.get(dense_key.format(key)))
+    sharded = args.shards is not None or args.resume
+    backend = args.backend if not args.resume or args.backend_given else None  # --resume reads it from the manifest
     try:
-        meta = build_index(args.corpus, args.out, args.backend, overwrite=args.overwrite,
-                           show_progress=not args.no_progress, **options)
+        meta = build_index(args.corpus, args.out, backend, overwrite=args.overwrite,
+                           show_progress=not args.no_progress, shards=args.shards, resume=args.resume, **options)
     except TypeError as exc:  # an unknown keyword for the backend's build()
         raise ValueError(f"backend {args.backend!r}: {exc}") from None
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC and sharded:  # its message names the resume command
+            raise ValueError(exc.strerror) from None
+        raise
+    except KeyboardInterrupt:
+        if sharded:
+            print(f"interrupted; finished steps are kept, resume with: {resume_command(args.out)}", file=sys.stderr)
+        raise
     print(json.dumps(meta, indent=2))
-    print(f"index: {meta['passages']} passages ({meta['backend']}) in {args.out}, {meta['build_seconds']} s")
+    shards = f" in {len(meta['shards'])} shards" if meta.get("shards") else ""
+    print(f"index: {meta['passages']} passages ({meta['backend']}){shards} in {args.out}, {meta['build_seconds']} s")
     return 0
 
 
@@ -99,9 +127,12 @@ def _announce_convention(option) -> None:
 
 
 def _info(args) -> int:
+    from agentic_verl.retrieval.footprint import report
     from agentic_verl.retrieval.index import read_meta
 
-    print(json.dumps(read_meta(args.index), indent=2))
+    meta = read_meta(args.index)
+    print(json.dumps(meta, indent=2))
+    print(report(args.index, meta), file=sys.stderr)  # stdout stays the meta's JSON, for scripts
     return 0
 
 

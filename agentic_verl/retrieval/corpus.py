@@ -55,11 +55,16 @@ def parse_record(record: object, where: str) -> Passage:
 def read_corpus(path: str | Path) -> Iterator[Passage]:
     """Yield the passages of a JSONL corpus, in file order."""
     for where, line in iter_lines(path):
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CorpusError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-        yield parse_record(record, where)
+        yield parse_line(line, where)
+
+
+def parse_line(line: str, where: str) -> Passage:
+    """One JSONL line -> Passage; `where` ("file:line") goes into error messages."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise CorpusError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    return parse_record(record, where)
 
 
 def iter_lines(path: str | Path) -> Iterator[tuple[str, str]]:

@@ -44,7 +44,8 @@ BACKEND_MODULES = {
 }
 DEFAULT_BACKEND = "bm25s"
 # Keys build_index writes; a backend's own meta may not overwrite them.
-_COMMON_KEYS = ("backend", "corpus", "passages", "options", "agentic_verl_version", "built_at", "build_seconds")
+_COMMON_KEYS = ("backend", "corpus", "passages", "options", "agentic_verl_version", "built_at", "build_seconds",
+                "shards")
 
 
 def backend_class(name: str) -> type[RetrievalBackend]:
@@ -76,13 +77,23 @@ class Index:
         self.backend.close()
 
 
-def build_index(corpus_path: str | Path, out_dir: str | Path, backend: str = DEFAULT_BACKEND, *,
-                overwrite: bool = False, show_progress: bool = True, **options) -> dict:
+def build_index(corpus_path: str | Path | None, out_dir: str | Path, backend: str | None = None, *,
+                overwrite: bool = False, show_progress: bool = True, shards: int | None = None,
+                resume: bool = False, **options) -> dict:
     """Index a JSONL corpus (see corpus.py) into `out_dir`; return the index meta (also in index_meta.json).
 
     `options` go to the backend's `build` and are recorded in the meta. `index_meta.json` is written last,
-    so a folder without it is an unfinished build.
+    so a folder without it is an unfinished build. With `shards` (or `resume`), the build is sharded,
+    bounded in memory and resumable (build.py); without, the backend indexes the corpus in one folder.
     """
+    if shards is not None or resume:
+        from agentic_verl.retrieval.build import build_sharded_index
+
+        return build_sharded_index(corpus_path, out_dir, backend, shards=shards, resume=resume,
+                                   overwrite=overwrite, show_progress=show_progress, **options)
+    if corpus_path is None:
+        raise ValueError("index build needs --corpus (or --resume to finish an interrupted build)")
+    backend = backend or DEFAULT_BACKEND
     corpus_path, out_dir = Path(corpus_path).resolve(), Path(out_dir)
     if not corpus_path.is_file():
         raise FileNotFoundError(f"corpus file {corpus_path} does not exist")
@@ -101,23 +112,36 @@ def build_index(corpus_path: str | Path, out_dir: str | Path, backend: str = DEF
     backend_meta = dict(cls.build(passages, out_dir, **options) or {})
     if counter.count == 0:
         raise ValueError(f"{corpus_path} has no passages")
-    meta = {key: value for key, value in backend_meta.items() if key not in _COMMON_KEYS}
-    meta.update(
-        backend=backend,
-        corpus={"path": str(corpus_path), "sha256": sha256},
-        passages=counter.count,
-        options=options,
-        agentic_verl_version=__version__,
-        built_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        build_seconds=round(time.time() - started, 3),
-    )
+    meta = common_meta(backend_meta, backend, corpus_path, sha256, counter.count, options, time.time() - started)
     (out_dir / META_FILE).write_text(json.dumps(meta, indent=2, default=str) + "\n")
     return meta
 
 
+def common_meta(backend_meta: dict, backend: str, corpus_path: Path, sha256: str, passages: int, options: dict,
+                build_seconds: float) -> dict:
+    """index_meta.json: the backend's part plus what every index records (backend, corpus, passages, ...)."""
+    meta = {key: value for key, value in backend_meta.items() if key not in _COMMON_KEYS}
+    meta.update(
+        backend=backend,
+        corpus={"path": str(corpus_path), "sha256": sha256},
+        passages=passages,
+        options=options,
+        agentic_verl_version=__version__,
+        built_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        build_seconds=round(build_seconds, 3),
+    )
+    return meta
+
+
 def read_meta(index_dir: str | Path) -> dict:
+    """index_meta.json of a finished index folder; an interrupted build raises IncompleteIndexError (build.py)."""
     meta_path = Path(index_dir) / META_FILE
     if not meta_path.is_file():
+        from agentic_verl.retrieval.build import unfinished_build_error
+
+        unfinished = unfinished_build_error(Path(index_dir))
+        if unfinished is not None:
+            raise unfinished
         raise FileNotFoundError(f"{index_dir} is not an index folder (no {META_FILE}; was the build finished?)")
     return json.loads(meta_path.read_text())
 

@@ -13,6 +13,9 @@ MODULES = [
     "agentic_verl.retrieval.docstore",
     "agentic_verl.retrieval.wiki_split",
     "agentic_verl.retrieval.index",
+    "agentic_verl.retrieval.shards",
+    "agentic_verl.retrieval.footprint",
+    "agentic_verl.retrieval.backends.faiss_indexes",
     "agentic_verl.retrieval.service",
 ]
 

@@ -13,8 +13,11 @@ Scoring runs in bm25s's numba kernels when numba is installed (a dependency of a
 queries/s of its numpy path on 2 cores (12k vs 0.45k single queries/s on 100k passages), same scores.
 `AGENTIC_VERL_BM25S_SCORER=numpy` forces the numpy path. The kernels are compiled when an index is loaded.
 
-Building holds every passage's token ids in memory (4 bytes a token: ~0.3 KB a 100-word passage); the
-passages themselves are streamed to disk. For tens of millions of passages, `lucene` needs less memory.
+Building in one folder holds every passage's token ids in memory (4 bytes a token: ~0.3 KB a 100-word passage)
+and bm25s's score matrix; the passages themselves are streamed to disk. For millions of passages, build with
+`--shards N` (bm25s_sharded.py): bounded memory, resumable, and every shard scored with corpus-wide statistics, so
+the merged top-k equals the unsharded one. A loaded index searches its shards one after another (one tokenizer and
+vocabulary for all) and merges their top-k (shards.py); an index built without shards is one shard.
 
 Queries with no indexed term (only stopwords, unknown words, empty) get no passages; passages with score 0
 (no term in common with the query) are never returned, so a query may get fewer than topk.
@@ -30,9 +33,10 @@ from pathlib import Path
 from agentic_verl.retrieval.backends.base import BACKENDS, RetrievalBackend
 from agentic_verl.retrieval.docstore import DocStore, DocStoreWriter
 from agentic_verl.retrieval.protocol import Passage
+from agentic_verl.retrieval.shards import fetch, is_sharded, merge_topk, open_docstores
 
-_BM25_DIR = "bm25s"
-_TOKENIZER_DIR = "tokenizer"
+BM25_DIR = "bm25s"
+TOKENIZER_DIR = "tokenizer"
 _MIN_BATCH_FOR_THREADS = 64  # below this a thread pool costs more than it saves
 SCORER_ENV = "AGENTIC_VERL_BM25S_SCORER"
 
@@ -48,7 +52,7 @@ def _stemmer(language: str):
         raise ValueError(f"unknown stemmer language {language!r}; known: {sorted(Stemmer.algorithms())}") from None
 
 
-def _tokenizer(stopwords: str, stemmer: str):
+def make_tokenizer(stopwords: str, stemmer: str):
     from bm25s.tokenization import Tokenizer
 
     if stopwords not in ("en", "english", "none", ""):
@@ -68,12 +72,21 @@ class BM25sBackend(RetrievalBackend):
         "n_threads": "threads for searching large batches (default min(4, cpus))",
     }
 
-    def __init__(self, retriever, tokenizer, docs: DocStore, n_threads: int):
-        self.retriever = retriever
+    def __init__(self, tokenizer, shards: list[tuple[object, DocStore]], n_threads: int):
+        """`shards`: (bm25s.BM25, its passages) per shard, in corpus order; one for an unsharded index."""
         self.tokenizer = tokenizer
-        self.docs = docs
+        self.shards = shards
         self.n_threads = n_threads
-        self._empty_id = retriever.vocab_dict.get("")
+        self._empty_id = tokenizer.get_vocab_dict().get("")
+
+    @property
+    def retriever(self):
+        """The first shard's bm25s.BM25 (the only one of an unsharded index)."""
+        return self.shards[0][0]
+
+    @property
+    def docs(self) -> DocStore:
+        return self.shards[0][1]
 
     @classmethod
     def build(cls, passages: Iterable[Passage], out_dir: Path, k1: float = 1.5, b: float = 0.75,
@@ -84,7 +97,7 @@ class BM25sBackend(RetrievalBackend):
         import bm25s
 
         out_dir = Path(out_dir)
-        tokenizer = _tokenizer(stopwords, stemmer)
+        tokenizer = make_tokenizer(stopwords, stemmer)
         with DocStoreWriter(out_dir) as writer:
 
             def texts():
@@ -99,16 +112,10 @@ class BM25sBackend(RetrievalBackend):
             raise ValueError("the corpus has no passages")
         retriever = bm25s.BM25(k1=float(k1), b=float(b), method=method)
         retriever.index((token_ids, tokenizer.get_vocab_dict()), show_progress=False)
-        retriever.save(str(out_dir / _BM25_DIR))
-        tokenizer.save_vocab(str(out_dir / _TOKENIZER_DIR))
-        tokenizer.save_stopwords(str(out_dir / _TOKENIZER_DIR))
-        return {
-            "tokenizer": {"lower": True, "splitter": r"(?u)\b\w\w+\b", "stopwords": stopwords,
-                          "stemmer": f"PyStemmer {stemmer}" if _stemmer(stemmer) else "none",
-                          "vocab_size": len(tokenizer.get_vocab_dict())},
-            "bm25": {"k1": float(k1), "b": float(b), "method": method, "library": f"bm25s {bm25s.__version__}"},
-            "n_threads": n_threads,
-        }
+        retriever.save(str(out_dir / BM25_DIR))
+        tokenizer.save_vocab(str(out_dir / TOKENIZER_DIR))
+        tokenizer.save_stopwords(str(out_dir / TOKENIZER_DIR))
+        return describe(tokenizer, stopwords, stemmer, k1, b, method, n_threads)
 
     @classmethod
     def load(cls, index_dir: Path, meta: dict) -> BM25sBackend:
@@ -118,18 +125,38 @@ class BM25sBackend(RetrievalBackend):
         tokenizer_meta = meta.get("tokenizer", {})
         stemmer = tokenizer_meta.get("stemmer", "none")
         stemmer = stemmer.split(" ", 1)[1] if stemmer.startswith("PyStemmer ") else "none"
-        tokenizer = _tokenizer("none", stemmer)
-        tokenizer.load_stopwords(str(index_dir / _TOKENIZER_DIR))
-        tokenizer.load_vocab(str(index_dir / _TOKENIZER_DIR))
-        retriever = bm25s.BM25.load(str(index_dir / _BM25_DIR), mmap=True, show_progress=False)
-        _select_scorer(retriever, os.environ.get(SCORER_ENV, "auto"))
-        n_threads = meta.get("n_threads") or min(4, os.cpu_count() or 1)
-        return cls(retriever, tokenizer, DocStore(index_dir), int(n_threads))
+        tokenizer = make_tokenizer("none", stemmer)
+        tokenizer.load_stopwords(str(index_dir / TOKENIZER_DIR))
+        tokenizer.load_vocab(str(index_dir / TOKENIZER_DIR))
+        scorer = os.environ.get(SCORER_ENV, "auto")
+        n_threads = int(meta.get("n_threads") or min(4, os.cpu_count() or 1))
+        if not is_sharded(meta):
+            retriever = bm25s.BM25.load(str(index_dir / BM25_DIR), mmap=True, show_progress=False)
+            _select_scorer(retriever, scorer)
+            return cls(tokenizer, [(retriever, DocStore(index_dir))], n_threads)
+        docstores = open_docstores(index_dir, meta)
+        # One vocabulary for every shard: the tokenizer's dict and a range (bm25s only asks `id in ...`) replace the
+        # per-shard copies bm25s would load (a Wikipedia vocabulary is millions of entries).
+        vocab = tokenizer.get_vocab_dict()
+        shards = []
+        for entry, docs in zip(meta["shards"], docstores, strict=True):
+            retriever = bm25s.BM25.load(str(index_dir / entry["dir"] / BM25_DIR), mmap=True, load_vocab=False,
+                                        show_progress=False)
+            retriever.vocab_dict, retriever.unique_token_ids_set = vocab, range(len(vocab))
+            _select_scorer(retriever, scorer)
+            shards.append((retriever, docs))
+        return cls(tokenizer, shards, n_threads)
+
+    @classmethod
+    def build_sharded(cls, build, **options) -> dict:
+        """A sharded, resumable build in bounded memory (see bm25s_sharded.py and build.py)."""
+        from agentic_verl.retrieval.backends.bm25s_sharded import build_shards
+
+        return build_shards(build, **options)
 
     def search(self, queries: list[str], topk: int) -> list[list[Passage]]:
         results: list[list[Passage]] = [[] for _ in queries]
-        k = min(int(topk), len(self.docs))
-        if not queries or k < 1:
+        if not queries or int(topk) < 1:
             return results
         token_ids = self.tokenizer.tokenize(list(queries), update_vocab=False, return_as="ids", show_progress=False)
         token_ids = [[t for t in ids if t != self._empty_id] for ids in token_ids]
@@ -137,15 +164,38 @@ class BM25sBackend(RetrievalBackend):
         if not rows:
             return results
         n_threads = self.n_threads if len(rows) >= _MIN_BATCH_FOR_THREADS else 0
-        docs, scores = self.retriever.retrieve([token_ids[i] for i in rows], k=k, show_progress=False,
+        hits: list[list[tuple]] = [[] for _ in rows]  # per query: (scores, rows) of each shard
+        for retriever, docs in self.shards:
+            k = min(int(topk), len(docs))
+            found, scores = retriever.retrieve([token_ids[i] for i in rows], k=k, show_progress=False,
                                                n_threads=n_threads, return_as="tuple")
+            for row in range(len(rows)):
+                keep = scores[row] > 0
+                hits[row].append((scores[row][keep], found[row][keep]))
         for row, i in enumerate(rows):
-            keep = scores[row] > 0
-            results[i] = self.docs.get(docs[row][keep], scores[row][keep])
+            if len(self.shards) == 1:
+                scores, found = hits[row][0]
+                results[i] = self.docs.get(found, scores)
+            else:
+                results[i] = fetch([docs for _, docs in self.shards], merge_topk(hits[row], int(topk)))
         return results
 
     def close(self) -> None:
-        self.docs.close()
+        for _, docs in self.shards:
+            docs.close()
+
+
+def describe(tokenizer, stopwords: str, stemmer: str, k1: float, b: float, method: str, n_threads) -> dict:
+    """The bm25s part of index_meta.json."""
+    import bm25s
+
+    return {
+        "tokenizer": {"lower": True, "splitter": r"(?u)\b\w\w+\b", "stopwords": stopwords,
+                      "stemmer": f"PyStemmer {stemmer}" if _stemmer(stemmer) else "none",
+                      "vocab_size": len(tokenizer.get_vocab_dict()), "words": len(tokenizer.word_to_id)},
+        "bm25": {"k1": float(k1), "b": float(b), "method": method, "library": f"bm25s {bm25s.__version__}"},
+        "n_threads": n_threads,
+    }
 
 
 def _select_scorer(retriever, scorer: str) -> None:

@@ -17,10 +17,15 @@ sentence-transformers config; embeddings are always normalised, so inner product
 index_meta.json and `load` encodes queries with exactly those, so a server cannot mix conventions.
 
 Index folder: the docstore, `embeddings.npy` (float32, one normalised row per passage, so the faiss index can be
-rebuilt in another type without re-encoding) and, for hnsw/ivf, the trained `index.faiss`. `faiss_index`:
-- flat (default): exact search; the index is rebuilt from embeddings.npy at load (a memory copy, no file twice).
+rebuilt in another type without re-encoding) and, for hnsw/ivf/ivfpq, `index.faiss` (read memory-mapped).
+`faiss_index` (faiss_indexes.py has the table of memory and options):
+- flat (default): exact search; unsharded, the index is rebuilt from embeddings.npy at load (a memory copy, no file
+  twice); sharded, each shard is searched straight from its memory-mapped embeddings.npy.
 - hnsw: graph search, sub-linear, ~1.1x the memory of flat; `hnsw_m`, `ef_construction`, `ef_search`.
 - ivf:  inverted lists over k-means cells; `ivf_nlist` (default ~4 sqrt(n)), `ivf_nprobe` cells searched.
+- ivfpq: ivf with product-quantised codes (`pq_m` bytes a vector): ~1/30 of flat's memory, approximate scores.
+With `--shards N` (dense_sharded.py) each shard has its own docstore, embeddings and faiss index (ivf / ivfpq share
+one trained quantizer); queries are encoded once and every shard's top-k merged by score (shards.py).
 
 On a CPU shared with other work, set AGENTIC_VERL_DENSE_THREADS=1 (torch threads; see THREADS_ENV below).
 Needs the extra: pip install 'agentic_verl[dense]'.
@@ -28,7 +33,6 @@ Needs the extra: pip install 'agentic_verl[dense]'.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Iterable, Iterator
 from itertools import islice
@@ -39,8 +43,18 @@ import numpy as np
 
 from agentic_verl.extras import require
 from agentic_verl.retrieval.backends.base import BACKENDS, RetrievalBackend
+from agentic_verl.retrieval.backends.faiss_indexes import (
+    FAISS_FILE,
+    FAISS_INDEXES,
+    MmapFlatIP,
+    add_in_chunks,
+    index_settings,
+    new_index,
+    read_index,
+)
 from agentic_verl.retrieval.docstore import DocStore, DocStoreWriter
 from agentic_verl.retrieval.protocol import Passage
+from agentic_verl.retrieval.shards import fetch, is_sharded, merge_topk, open_docstores
 
 PURPOSE = "the dense retrieval backend"
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -63,9 +77,9 @@ CONVENTIONS = {
     "bge": TextConvention("bge", BGE_QUERY_INSTRUCTION, ""),  # passages plain: the instruction is for short queries
 }
 CUSTOM = "custom"  # the name recorded when query_prefix / passage_prefix replace a convention's prefixes
-FAISS_INDEXES = ("flat", "hnsw", "ivf")
 EMBEDDINGS_FILE = "embeddings.npy"
-FAISS_FILE = "index.faiss"
+# index_settings's keyword options (faiss_indexes.py)
+FAISS_OPTIONS = ("hnsw_m", "ef_construction", "ef_search", "ivf_nlist", "ivf_nprobe", "pq_m", "pq_nbits", "train_size")
 CHUNK = 1024  # passages read, stored and encoded per step while building
 # torch intra-op threads for this process. Measured on 2 cores shared with other work (load average ~8): MiniLM
 # encoded 22 single queries/s with 1 thread and 2/s with 2 threads (each op waits for a descheduled thread),
@@ -165,19 +179,33 @@ class DenseBackend(RetrievalBackend):
         "convention": "query/passage text: auto (default, from the model name), none, e5, bge",
         "query_prefix": "replaces the convention's query prefix (recorded as convention custom)",
         "passage_prefix": "replaces the convention's passage prefix (recorded as convention custom)",
-        "faiss_index": "flat (default, exact), hnsw or ivf (approximate, for large corpora)",
+        "faiss_index": "flat (default, exact), hnsw, ivf or ivfpq (approximate, for large corpora; faiss_indexes.py)",
         "batch_size": "passages per encoder batch (64)",
         "hnsw_m": "hnsw: links per node (32)",
         "ef_construction": "hnsw: build-time search width (200)",
         "ef_search": "hnsw: query-time search width (128)",
         "ivf_nlist": "ivf: number of cells (default ~4 sqrt(n))",
         "ivf_nprobe": "ivf: cells searched per query (16)",
+        "train_size": "ivf / ivfpq: training vectors (default max(40 ivf_nlist, 10,000), at most all)",
+        "pq_m": "ivfpq: sub-quantizers, bytes per vector at 8 bits (default dim / 8; must divide dim)",
+        "pq_nbits": "ivfpq: bits per sub-quantizer code (8)",
+        "embeddings": "--shards builds: a .npy of precomputed passage vectors (row i = passage i) instead of encoding",
         "device": "torch device for encoding (cpu)",
         "progress": "show an encoding progress bar when not built through build_index (true)",
     }
 
-    def __init__(self, encoder: Encoder, index, docstore: DocStore, meta: dict):
-        self.encoder, self.index, self.docstore, self.meta = encoder, index, docstore, meta
+    def __init__(self, encoder: Encoder, shards: list[tuple[object, DocStore]], meta: dict):
+        """`shards`: (faiss index or MmapFlatIP, its passages) per shard, in corpus order; one when unsharded."""
+        self.encoder, self.shards, self.meta = encoder, shards, meta
+
+    @property
+    def index(self):
+        """The first shard's faiss index (the only one of an unsharded index)."""
+        return self.shards[0][0]
+
+    @property
+    def docstore(self) -> DocStore:
+        return self.shards[0][1]
 
     @classmethod
     def build(
@@ -190,54 +218,34 @@ class DenseBackend(RetrievalBackend):
         passage_prefix: str | None = None,
         faiss_index: str = "flat",
         batch_size: int = 64,
-        hnsw_m: int = 32,
-        ef_construction: int = 200,
-        ef_search: int = 128,
-        ivf_nlist: int | None = None,
-        ivf_nprobe: int = 16,
         device: str = "cpu",
         progress: bool = True,
         **options,
     ) -> dict:
-        if options:
-            raise TypeError(f"unknown dense build options: {sorted(options)}; known: {sorted(cls.OPTIONS)}")
-        if faiss_index not in FAISS_INDEXES:
-            raise ValueError(f"unknown faiss_index {faiss_index!r}; known: {', '.join(FAISS_INDEXES)}")
+        if "embeddings" in options:
+            raise ValueError("-o embeddings=... (precomputed vectors) needs a sharded build: add --shards N")
+        faiss_options = check_faiss_options(faiss_index, options, cls.OPTIONS)
         faiss = require("faiss", PURPOSE)
         text = resolve_convention(model, convention, query_prefix, passage_prefix)
         encoder = Encoder(model, text, batch_size=batch_size, device=device)
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
 
-        count = _encode_to_npy(encoder, passages, out_dir, progress)
+        count = encode_to_npy(encoder, passages, out_dir, progress)
         embeddings = np.load(out_dir / EMBEDDINGS_FILE, mmap_mode="r")
-        meta = {
-            "model": model,
-            "convention": text.name,
-            "query_prefix": text.query_prefix,
-            "passage_prefix": text.passage_prefix,
-            "normalized": True,
-            "metric": "inner_product",
-            "dim": encoder.dim,
-            "max_seq_length": int(encoder.model.max_seq_length),
-            "faiss_index": faiss_index,
-            "num_embeddings": count,
-        }
-        if faiss_index == "hnsw":
-            index = faiss.IndexHNSWFlat(encoder.dim, hnsw_m, faiss.METRIC_INNER_PRODUCT)
-            index.hnsw.efConstruction = ef_construction
-            _add_in_chunks(index, embeddings)
-            meta.update(hnsw_m=hnsw_m, ef_construction=ef_construction, ef_search=ef_search)
-        elif faiss_index == "ivf":
-            nlist = ivf_nlist or max(1, min(int(4 * math.sqrt(count)), count // 39 or 1))
-            index = faiss.IndexIVFFlat(faiss.IndexFlatIP(encoder.dim), encoder.dim, nlist, faiss.METRIC_INNER_PRODUCT)
-            sample = np.random.default_rng(0).choice(count, size=min(count, 256 * nlist), replace=False)
-            index.train(np.ascontiguousarray(embeddings[np.sort(sample)]))
-            _add_in_chunks(index, embeddings)
-            meta.update(ivf_nlist=nlist, ivf_nprobe=min(ivf_nprobe, nlist))
-        if faiss_index != "flat":
+        settings = index_settings(faiss_index, encoder.dim, count, **faiss_options)
+        index = new_index(settings, encoder.dim, lambda n: embeddings[sample_rows(count, n)])
+        if index is not None:
+            add_in_chunks(index, embeddings)
             faiss.write_index(index, str(out_dir / FAISS_FILE))
-        return meta
+        return {**describe(encoder, model), **settings, "num_embeddings": count}
+
+    @classmethod
+    def build_sharded(cls, build, **options) -> dict:
+        """A sharded, resumable build: encode shard by shard, one shared quantizer (see dense_sharded.py)."""
+        from agentic_verl.retrieval.backends.dense_sharded import build_shards
+
+        return build_shards(build, **options)
 
     @classmethod
     def load(cls, index_dir: Path, meta: dict) -> DenseBackend:
@@ -247,29 +255,70 @@ class DenseBackend(RetrievalBackend):
         encoder = Encoder(options["model"], stored_convention(options))
         if encoder.dim != options["dim"]:
             raise ValueError(f"model {options['model']} gives {encoder.dim}-d vectors, the index has {options['dim']}-d")
-        if options["faiss_index"] == "flat":
-            index = faiss.IndexFlatIP(options["dim"])
-            _add_in_chunks(index, np.load(index_dir / EMBEDDINGS_FILE, mmap_mode="r"))
-        else:
-            index = faiss.read_index(str(index_dir / FAISS_FILE))
-            if options["faiss_index"] == "hnsw":
-                index.hnsw.efSearch = options["ef_search"]
+        flat = options["faiss_index"] == "flat"
+        if not is_sharded(meta):
+            if flat:  # a copy in RAM, as before shards existed
+                index = faiss.IndexFlatIP(options["dim"])
+                add_in_chunks(index, np.load(index_dir / EMBEDDINGS_FILE, mmap_mode="r"))
             else:
-                index.nprobe = options["ivf_nprobe"]
-        return cls(encoder, index, DocStore(index_dir), meta)
+                index = read_index(index_dir / FAISS_FILE, options)
+            return cls(encoder, [(index, DocStore(index_dir))], meta)
+        docstores = open_docstores(index_dir, meta)
+        folders = [index_dir / entry["dir"] for entry in meta["shards"]]
+        searchers = [MmapFlatIP(f / EMBEDDINGS_FILE) if flat else read_index(f / FAISS_FILE, options) for f in folders]
+        return cls(encoder, list(zip(searchers, docstores, strict=True)), meta)
 
     def search(self, queries: list[str], topk: int) -> list[list[Passage]]:
         if not queries:
             return []
-        scores, rows = self.index.search(self.encoder.queries(list(queries)), int(topk))
-        results = []
-        for row_list, score_list in zip(rows, scores, strict=True):
-            keep = row_list >= 0  # faiss pads with -1 when fewer than topk vectors exist
-            results.append(self.docstore.get(row_list[keep].tolist(), score_list[keep].tolist()))
-        return results
+        return self.search_vectors(self.encoder.queries(list(queries)), topk)
+
+    def search_vectors(self, vectors: np.ndarray, topk: int) -> list[list[Passage]]:
+        """Best-first passages for already encoded (normalised) query vectors, one row per query."""
+        hits: list[list[tuple]] = [[] for _ in vectors]  # per query: (scores, rows) of each shard
+        for index, docs in self.shards:
+            scores, rows = index.search(vectors, min(int(topk), len(docs)))
+            for i, (row_list, score_list) in enumerate(zip(rows, scores, strict=True)):
+                keep = row_list >= 0  # faiss pads with -1 when fewer than topk vectors exist
+                hits[i].append((score_list[keep], row_list[keep]))
+        if len(self.shards) == 1:
+            return [self.docstore.get(h[0][1].tolist(), h[0][0].tolist()) for h in hits]
+        docstores = [docs for _, docs in self.shards]
+        return [fetch(docstores, merge_topk(h, int(topk))) for h in hits]
 
     def close(self) -> None:
-        self.docstore.close()
+        for _, docs in self.shards:
+            docs.close()
+
+
+def describe(encoder: Encoder, model: str) -> dict:
+    """The model part of a dense index_meta.json."""
+    text = encoder.convention
+    return {
+        "model": model,
+        "convention": text.name,
+        "query_prefix": text.query_prefix,
+        "passage_prefix": text.passage_prefix,
+        "normalized": True,
+        "metric": "inner_product",
+        "dim": encoder.dim,
+        "max_seq_length": int(encoder.model.max_seq_length),
+    }
+
+
+def check_faiss_options(faiss_index: str, options: dict, known: dict) -> dict:
+    """The faiss options among a build's keyword options; anything else is an error."""
+    unknown = sorted(set(options) - set(FAISS_OPTIONS))
+    if unknown:
+        raise TypeError(f"unknown dense build options: {unknown}; known: {sorted(known)}")
+    if faiss_index not in FAISS_INDEXES:
+        raise ValueError(f"unknown faiss_index {faiss_index!r}; known: {', '.join(FAISS_INDEXES)}")
+    return options
+
+
+def sample_rows(count: int, size: int) -> np.ndarray:
+    """`size` distinct rows of [0, count), sorted, the same for the same arguments (training samples)."""
+    return np.sort(np.random.default_rng(0).choice(count, size=size, replace=False))
 
 
 def _chunks(items: Iterable[Passage], size: int) -> Iterator[list[Passage]]:
@@ -278,7 +327,7 @@ def _chunks(items: Iterable[Passage], size: int) -> Iterator[list[Passage]]:
         yield chunk
 
 
-def _encode_to_npy(encoder: Encoder, passages: Iterable[Passage], out_dir: Path, progress: bool) -> int:
+def encode_to_npy(encoder: Encoder, passages: Iterable[Passage], out_dir: Path, progress: bool) -> int:
     """Stream passages into the docstore and their embeddings into embeddings.npy; returns the count.
 
     The count is unknown up front (passages may be a generator), so vectors go to a raw file first and are
@@ -309,8 +358,3 @@ def _encode_to_npy(encoder: Encoder, passages: Iterable[Passage], out_dir: Path,
     del source, target
     os.remove(raw_path)
     return count
-
-
-def _add_in_chunks(index, embeddings: np.ndarray, size: int = 65536) -> None:
-    for start in range(0, len(embeddings), size):
-        index.add(np.ascontiguousarray(embeddings[start : start + size], dtype=np.float32))
