@@ -14,6 +14,7 @@ SUBCOMMAND_MODULES = (
     "agentic_verl.commands.data_qa",  # toy-world, rag-r1, sft-trajectories
     "agentic_verl.commands.data_fc",  # fc (FunReason / BFCL function calling)
     "agentic_verl.commands.data_refine_fc",  # refine-fc (FunReason's FCDR)
+    "agentic_verl.commands.data_gui",  # gui (ScreenSpot / GUI-Actor grounding data -> verl parquet)
 )
 
 

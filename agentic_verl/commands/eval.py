@@ -1,6 +1,7 @@
 """`agentic-verl eval qa`: a model as a RAG-R1 search agent on QA datasets (RAG-R1's evaluation settings);
 `agentic-verl eval bfcl`: a model on BFCL's single-turn categories, aggregated as FunReason reports them;
-`agentic-verl eval humaneval`: code retention (pass@1, candidates run in a resource-limited subprocess).
+`agentic-verl eval humaneval`: code retention (pass@1, candidates run in a resource-limited subprocess);
+`agentic-verl eval screenspot`: GUI grounding, point-in-box accuracy with an HTML report.
 
     agentic-verl eval qa --endpoint http://127.0.0.1:8001 --model-name Qwen2.5-7B-Instruct \\
         --tokenizer Qwen/Qwen2.5-7B-Instruct --data flashrag/{nq,hotpotqa}/test.jsonl \\
@@ -20,11 +21,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentic_verl.commands.eval_humaneval import add_humaneval
+from agentic_verl.commands.eval_screenspot import add_screenspot
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("eval", help="evaluate a model (qa: RAG-R1's QA evaluation; bfcl: BFCL as "
-                                                "FunReason reports it; humaneval: code retention)")
+                                                "FunReason reports it; humaneval: code retention; screenspot: GUI grounding)")
     sub = parser.add_subparsers(dest="eval_command", metavar="EVAL")
     for add in SUBCOMMANDS:
         add(sub)
@@ -178,4 +180,4 @@ def _bfcl(args) -> int:
     return 0
 
 
-SUBCOMMANDS = [_add_qa, _add_bfcl, add_humaneval, _add_table]
+SUBCOMMANDS = [_add_qa, _add_bfcl, add_humaneval, add_screenspot, _add_table]

@@ -14,7 +14,6 @@ from agentic_verl.rewards.gui import (
     gui_gaussian_point,
     parse_click,
     smart_resize,
-    v2p_heatmap,
 )
 from agentic_verl.rewards.qa import (
     cover_em,
@@ -48,5 +47,4 @@ __all__ = [
     "qa_em",
     "qa_f1",
     "smart_resize",
-    "v2p_heatmap",
 ]

@@ -30,8 +30,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import numpy as np
-
 from agentic_verl.rewards.qa import extract_answer
 from agentic_verl.rewards.registry import REWARDS
 
@@ -46,7 +44,6 @@ __all__ = [
     "parse_click",
     "point_in_box",
     "smart_resize",
-    "v2p_heatmap",
 ]
 
 COORD_SYSTEMS = ("absolute", "normalized", "thousandths", "auto")
@@ -193,63 +190,6 @@ def gaussian_coverage_score(pred_box, gt_box) -> float:
 def _gaussian(box) -> tuple[float, float, float, float]:
     x1, y1, x2, y2 = box
     return (x1 + x2) / 2, (y1 + y2) / 2, max(0.5 * (x2 - x1), _MIN_SIGMA), max(0.5 * (y2 - y1), _MIN_SIGMA)
-
-
-def v2p_heatmap(bbox, image_width: int, image_height: int, patch_size: int = 28, sigma_factor: float = 1.0):
-    """V2P pointer label: Gaussian mass over patch ∩ box, normalised to sum 1; shape (rows, cols).
-
-    The Gaussian is N(box centre, diag(sx^2, sy^2)) with sx = w / sigma_factor, sy = h / sigma_factor;
-    patches outside the box get 0. ``bbox`` is in the pixels of the image the model sees (patch grid =
-    ceil(size / patch_size)). A box of zero area gives a one-hot label on the patch holding its centre.
-    Raises ValueError for a box outside the image or a bad size (labels are data, not model output).
-
-    >>> label = v2p_heatmap([0, 0, 56, 28], image_width=84, image_height=56)
-    >>> label.shape, float(label.sum()), float(label[0, 0]) == float(label[0, 1]), float(label[1, 0])
-    ((2, 3), 1.0, True, 0.0)
-    """
-    if image_width <= 0 or image_height <= 0 or patch_size <= 0 or not sigma_factor > 0:
-        raise ValueError("image size, patch_size and sigma_factor must be positive")
-    x1, y1, x2, y2 = (float(v) for v in bbox)
-    if not all(math.isfinite(v) for v in (x1, y1, x2, y2)):
-        raise ValueError(f"bbox must be finite, got {bbox!r}")
-    x1, x2 = sorted((x1, x2))
-    y1, y2 = sorted((y1, y2))
-    cols, rows = math.ceil(image_width / patch_size), math.ceil(image_height / patch_size)
-    cx, cy = (x1 + x2) / 2, (y1 + y2) / 2
-    if x2 < 0 or y2 < 0 or x1 > image_width or y1 > image_height:
-        raise ValueError(f"bbox {bbox!r} lies outside the {image_width}x{image_height} image")
-    col_mass = _axis_mass(x1, x2, cx, (x2 - x1) / sigma_factor, cols, patch_size, image_width)
-    row_mass = _axis_mass(y1, y2, cy, (y2 - y1) / sigma_factor, rows, patch_size, image_height)
-    label = np.outer(row_mass, col_mass)
-    total = float(label.sum())
-    if total <= 0.0 or not math.isfinite(total):
-        label = np.zeros((rows, cols))
-        row = min(max(int(cy // patch_size), 0), rows - 1)
-        col = min(max(int(cx // patch_size), 0), cols - 1)
-        label[row, col] = 1.0
-        return label
-    return label / total
-
-
-def _axis_mass(lo: float, hi: float, mu: float, sigma: float, n: int, patch: int, size: int) -> np.ndarray:
-    mass = np.zeros(n)
-    if sigma <= 0:
-        return mass
-    for i in range(max(0, int(lo // patch)), min(n, int(math.ceil(hi / patch)))):
-        a, b = max(i * patch, lo, 0.0), min((i + 1) * patch, hi, float(size))
-        if b > a:
-            mass[i] = _interval_mass(a, b, mu, sigma)
-    return mass
-
-
-def _interval_mass(a: float, b: float, mu: float, sigma: float) -> float:
-    """P(a < X < b) for X ~ N(mu, sigma^2), using erfc in the tails to avoid cancellation."""
-    za, zb = (a - mu) / (sigma * math.sqrt(2)), (b - mu) / (sigma * math.sqrt(2))
-    if za >= 0:
-        return 0.5 * (math.erfc(za) - math.erfc(zb))
-    if zb <= 0:
-        return 0.5 * (math.erfc(-zb) - math.erfc(-za))
-    return 0.5 * (math.erf(zb) - math.erf(za))
 
 
 # ---------------------------------------------------------------- ground truth, sizes, the rewards

@@ -1,4 +1,4 @@
-"""GUI grounding rewards: click parsing, coordinate systems, smart_resize, the scores, the V2P label."""
+"""GUI grounding rewards: click parsing, coordinate systems, smart_resize, the scores."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from agentic_verl.rewards.gui import (
     gui_gaussian_point,
     parse_click,
     smart_resize,
-    v2p_heatmap,
 )
 
 
@@ -227,58 +226,6 @@ def test_gold_gets_the_maximum(name, template, extra_info, options):
 def test_bad_options_are_config_errors(options, message):
     with pytest.raises(ValueError, match=message):
         gui_gaussian_point("(1, 2)", [0, 0, 5, 5], **options)
-
-
-# ---------------------------------------------------------------- V2P label
-
-
-def _numeric_heatmap(bbox, width, height, patch, sigma_factor, n=60):
-    """An independent computation: 2-D midpoint-rule integration of the density over each patch ∩ box."""
-    x1, y1, x2, y2 = bbox
-    cx, cy, sx, sy = (x1 + x2) / 2, (y1 + y2) / 2, (x2 - x1) / sigma_factor, (y2 - y1) / sigma_factor
-    label = np.zeros((math.ceil(height / patch), math.ceil(width / patch)))
-    for row in range(label.shape[0]):
-        for col in range(label.shape[1]):
-            a, b = max(col * patch, x1), min((col + 1) * patch, x2)
-            c, d = max(row * patch, y1), min((row + 1) * patch, y2)
-            if b <= a or d <= c:
-                continue
-            xs = a + (np.arange(n) + 0.5) * (b - a) / n
-            ys = c + (np.arange(n) + 0.5) * (d - c) / n
-            density = np.exp(-0.5 * (((xs[None, :] - cx) / sx) ** 2 + ((ys[:, None] - cy) / sy) ** 2))
-            label[row, col] = density.mean() * (b - a) * (d - c)
-    return label / label.sum()
-
-
-@pytest.mark.parametrize(
-    "bbox, sigma_factor",
-    [
-        ((30, 10, 100, 60), 1.0),  # the scripts' sigma_factor
-        ((30, 10, 100, 60), 3.0),  # a sharper peak
-        ((0, 0, 56, 56), 1.0),  # aligned to the patch grid
-        ((5.5, 7.25, 40.5, 90.75), 2.0),  # fractional pixels
-    ],
-)
-def test_v2p_heatmap_matches_numeric_integration(bbox, sigma_factor):
-    label = v2p_heatmap(bbox, image_width=112, image_height=112, patch_size=28, sigma_factor=sigma_factor)
-    assert label.shape == (4, 4)
-    assert label.sum() == pytest.approx(1.0)
-    np.testing.assert_allclose(label, _numeric_heatmap(bbox, 112, 112, 28, sigma_factor), atol=1e-5)
-
-
-def test_v2p_heatmap_zero_outside_the_box_and_peak_at_the_centre():
-    label = v2p_heatmap((60, 60, 100, 100), image_width=168, image_height=168)
-    assert label[0].sum() == 0 and label[:, 0].sum() == 0 and label[5].sum() == 0  # patches outside the box
-    assert np.unravel_index(label.argmax(), label.shape) == (2, 2)  # the centre (80, 80) is in patch (2, 2)
-
-
-def test_v2p_heatmap_degenerate_and_bad_boxes():
-    one_hot = v2p_heatmap((40, 40, 40, 40), image_width=84, image_height=84)  # a zero-area box
-    assert one_hot[1, 1] == 1.0 and one_hot.sum() == 1.0
-    with pytest.raises(ValueError):
-        v2p_heatmap((200, 200, 300, 300), image_width=84, image_height=84)  # outside the image
-    with pytest.raises(ValueError):
-        v2p_heatmap((0, 0, 10, 10), image_width=0, image_height=84)  # no image
 
 
 def test_gaussian_point_reward_prefers_closer_clicks():

@@ -1,0 +1,194 @@
+"""`agentic-verl eval screenspot`: GUI grounding accuracy on ScreenSpot / ScreenSpot-v2 / ScreenSpot-Pro.
+
+    result = evaluate(ScreenSpotSettings(data=["data/ScreenSpot-v2"], model="outputs/v2p/hf"))
+    print(format_paper_table(result))
+
+Each sample's screenshot and instruction go to a click predictor (gui/predictors.py: a V2P pointer model or any
+Qwen2.5-VL folder in-process, or an OpenAI-compatible endpoint); the metric is the one every grounding paper
+reports: the click, in original-screenshot pixels, lies inside the ground-truth box (edges included). Reported:
+accuracy per benchmark, per group (ScreenSpot: mobile/desktop/web; Pro: Dev/Creative/CAD/Scientific/Office/OS) x
+element type (text/icon), per platform, and failures (no_click: the answer held no click; request_error: the
+endpoint failed). The paper table puts the published rows (methods.md, "V2P") beside ours. The data loaders and
+each set's box convention: data/gui_grounding.py.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from agentic_verl.data.gui_grounding import GroundingSample, load_grounding
+from agentic_verl.rewards.gui import point_in_box
+
+BENCHMARKS = {"screenspot": "ScreenSpot", "screenspot_v2": "ScreenSpot-v2", "screenspot_pro": "ScreenSpot-Pro"}
+ELEMENT_TYPES = ("text", "icon")
+# Published accuracy in percent (methods.md, "V2P": ScreenSpot-v2 / ScreenSpot-Pro; the V2P paper's first version,
+# a later one reports 92.4 / 52.5). ScreenSpot (v1) numbers are not collected there.
+SCREENSPOT_PUBLISHED = {
+    "V2P-7B (published)": {"screenspot_v2": 92.3, "screenspot_pro": 50.5},
+    "GUI-Actor-7B (published)": {"screenspot_v2": 92.1, "screenspot_pro": 44.6},
+    "GUI-G2-7B (published)": {"screenspot_v2": 93.3, "screenspot_pro": 47.5},
+    "Qwen2.5-VL-7B (published)": {"screenspot_v2": 88.8, "screenspot_pro": 26.8},
+}
+FAILURES = ("no_click", "request_error", "outside_box")
+
+
+@dataclass
+class ScreenSpotSettings:
+    data: list[str]  # dataset folders (or a GUI-Actor JSON file), any layout data/gui_grounding.py reads
+    model: str | None = None  # a model folder, run in-process (V2P pointer model or a Qwen2.5-VL)
+    endpoint: str | None = None  # or an OpenAI-compatible chat-completions server ...
+    model_name: str | None = None  # ... serving this model name
+    layout: str = "auto"
+    benchmark: str | None = None  # override the benchmark name the loader infers
+    label: str = ""
+    limit: int | None = None  # first N samples of each dataset
+    min_pixels: int | None = None  # None: the processor's (in-process) / Qwen2.5-VL-7B's (endpoint)
+    max_pixels: int | None = None
+    coord_system: str = "absolute"  # text clicks: pixels of the resized image (Qwen2.5-VL), normalized, thousandths
+    max_tokens: int = 64
+    threshold: float | None = None  # pointer models: keep patches >= threshold x max (None: the config's, 0.3)
+    dtype: str = "auto"
+    concurrency: int = 8  # endpoint requests in flight (in-process models run one sample at a time)
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.data = [str(p) for p in ([self.data] if isinstance(self.data, (str, Path)) else self.data)]
+        if not self.data:
+            raise ValueError("no data given")
+        missing = [p for p in self.data if not Path(p).exists()]
+        if missing:
+            raise FileNotFoundError(f"data not found: {', '.join(missing)}")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"limit must be >= 1, got {self.limit}")
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
+
+
+def load_samples(s: ScreenSpotSettings) -> list[GroundingSample]:
+    samples = []
+    for path in s.data:
+        samples += load_grounding(path, layout=s.layout, limit=s.limit, benchmark=s.benchmark)
+    return samples
+
+
+def evaluate(settings: ScreenSpotSettings, predictor=None, report=None) -> dict:
+    """Every sample through the predictor -> {"settings", "summary", "benchmarks", "samples"}.
+
+    `predictor`: anything with `predict(image, instruction) -> Prediction` (gui/predictors.py); default: built from
+    the settings. `report`: a `ScreenSpotReport` that gets every sample with its image and prediction."""
+    samples = load_samples(settings)  # bad data fails before a model loads
+    if predictor is None:
+        from agentic_verl.gui.predictors import open_predictor
+
+        predictor = open_predictor(settings.model, settings.endpoint, settings.model_name, dtype=settings.dtype,
+                                   min_pixels=settings.min_pixels, max_pixels=settings.max_pixels,
+                                   max_tokens=settings.max_tokens, coord_system=settings.coord_system,
+                                   threshold=settings.threshold)
+    check = getattr(predictor, "check", None)
+    if check is not None:
+        check()
+    lock = threading.Lock()
+
+    def one(index: int, sample: GroundingSample) -> dict:
+        image = sample.open_image()
+        started = time.perf_counter()
+        prediction = predictor.predict(image, sample.instruction)
+        seconds = time.perf_counter() - started
+        hit = prediction.point is not None and point_in_box(prediction.point, sample.bbox)
+        failure = prediction.failure or (None if hit else "outside_box")
+        record = {**sample.record(), "point": list(prediction.point) if prediction.point else None, "hit": bool(hit),
+                  "failure": failure, "text": prediction.text,
+                  "input_size": list(prediction.input_size) if prediction.input_size else None,
+                  "seconds": round(seconds, 3)}
+        if report is not None:
+            with lock:
+                report.add(index, sample, image, prediction, record)
+        return record
+
+    started = time.perf_counter()
+    workers = settings.concurrency if settings.endpoint else 1
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        records = list(pool.map(one, range(len(samples)), samples))
+    benchmarks = {name: summarize([r for r in records if r["benchmark"] == name])
+                  for name in dict.fromkeys(r["benchmark"] for r in records)}
+    summary = summarize(records, breakdown=False)
+    summary["seconds"] = round(time.perf_counter() - started, 1)
+    result_settings = asdict(settings)
+    result_settings["model"] = settings.model or settings.model_name
+    result_settings["predictor"] = type(predictor).__name__
+    return {"settings": result_settings, "summary": summary, "benchmarks": benchmarks, "samples": records}
+
+
+def _accuracy(records: list[dict]) -> float:
+    return round(sum(r["hit"] for r in records) / len(records), 4) if records else 0.0
+
+
+def summarize(records: list[dict], breakdown: bool = True) -> dict:
+    """n, accuracy, failure counts; with `breakdown`, accuracy per group x element type, per platform, per type."""
+    failures = Counter(r["failure"] for r in records if r["failure"])
+    out = {"n": len(records), "accuracy": _accuracy(records),
+           "failures": {name: failures.get(name, 0) for name in FAILURES}}
+    if not breakdown:
+        return out
+    out["groups"] = {}
+    for group, rs in _grouped(records, "group", sort=False):
+        typed = {t: [r for r in rs if r["element_type"] == t] for t in ELEMENT_TYPES}
+        out["groups"][group] = {**{t: _accuracy(typed[t]) if typed[t] else None for t in ELEMENT_TYPES},
+                                "avg": _accuracy(rs), "n": len(rs)}
+    out["element_types"] = {t: {"accuracy": _accuracy(rs), "n": len(rs)} for t, rs in _grouped(records, "element_type")}
+    out["platforms"] = {p: {"accuracy": _accuracy(rs), "n": len(rs)} for p, rs in _grouped(records, "platform")}
+    return out
+
+
+def _grouped(records: list[dict], key: str, sort: bool = True) -> list[tuple[str, list[dict]]]:
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for r in records:
+        groups[r[key] or "-"].append(r)
+    return sorted(groups.items()) if sort else list(groups.items())
+
+
+def _label(result: dict) -> str:
+    return result["settings"].get("label") or Path(str(result["settings"]["model"])).name
+
+
+def format_paper_table(result: dict) -> str:
+    """Accuracy (%) per benchmark: the published rows, then ours (benchmarks we did not run: -)."""
+    ours = result["benchmarks"]
+    columns = list(BENCHMARKS) + [b for b in ours if b not in BENCHMARKS]
+    lines = ["| model | " + " | ".join(BENCHMARKS.get(c, c) for c in columns) + " |",
+             "|" + "---|" * (len(columns) + 1)]
+    for name, row in SCREENSPOT_PUBLISHED.items():
+        lines.append(f"| {name} | " + " | ".join(f"{row[c]:.1f}" if c in row else "-" for c in columns) + " |")
+    lines.append(f"| {_label(result)} | " + " | ".join(
+        f"{100 * ours[c]['accuracy']:.1f}" if c in ours else "-" for c in columns) + " |")
+    return "\n".join(lines)
+
+
+def format_breakdown_table(result: dict) -> str:
+    """Ours: accuracy (%) per benchmark and group, text / icon / both, with the sample counts and failures."""
+    lines = ["| benchmark | group | text | icon | avg | n | no click | outside box |", "|---|---|---|---|---|---|---|---|"]
+    pct = (lambda v: "-" if v is None else f"{100 * v:.1f}")  # noqa: E731
+    for name, b in result["benchmarks"].items():
+        for group, g in b["groups"].items():
+            lines.append(f"| {BENCHMARKS.get(name, name)} | {group} | {pct(g['text'])} | {pct(g['icon'])} | "
+                         f"{pct(g['avg'])} | {g['n']} | | |")
+        types = b["element_types"]
+        lines.append(f"| {BENCHMARKS.get(name, name)} | **all** | {pct(types.get('text', {}).get('accuracy'))} | "
+                     f"{pct(types.get('icon', {}).get('accuracy'))} | {pct(b['accuracy'])} | {b['n']} | "
+                     f"{b['failures']['no_click']} | {b['failures']['outside_box']} |")
+    return "\n".join(lines)
+
+
+def write_result(result: dict, out_dir: str | Path) -> Path:
+    """OUT/result.json (settings, summaries, per-sample records) and OUT/table.md (paper table + breakdown)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "result.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    (out / "table.md").write_text(format_paper_table(result) + "\n\n" + format_breakdown_table(result) + "\n")
+    return out / "result.json"
