@@ -11,7 +11,8 @@
 #           --exclude-eval bfcl:simple_python --missing-reasoning template --out data/funreason
 # Model:    the SFT checkpoint of recipes/funreason/sft_srml.sh (SFT_CHECKPOINT_DIR) unless MODEL_PATH is set; without
 #           either it refuses (MODEL_PATH=Qwen/Qwen2.5-Coder-7B-Instruct starts from the base model)
-# Runtime:  not measured (estimate: ~1 day on 8 GPUs for 300 steps); the CPU smoke run is composed in tests, not run.
+# Runtime:  GPU not measured (estimate: ~1 day on 8 GPUs for 300 steps). CPU smoke run (the data line above, SmolLM2
+#           base, 2 steps x 4 x 2): 10 min 35 s on 2 cores, reward 0.0 (the base model writes no BFCL call in 128 tokens)
 # Target:   BFCL Overall above the SFT start (FunReason Qwen2.5-Coder-7B: 83.66; published RL baselines: ToolRL
 #           Qwen2.5-7B 80.54, Tool-N1-7B 82.01). Evaluate the actor's HF folder with `agentic-verl eval bfcl`.
 # Extra verl overrides go last: bash recipes/funreason/grpo_ast.sh trainer.total_training_steps=10
