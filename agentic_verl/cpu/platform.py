@@ -149,13 +149,7 @@ class PlatformCPU(PlatformBase):
     def rollout_env_vars(self) -> dict[str, str]:
         # verl sets these in its vLLM server actors. On CPU vLLM sizes its KV cache from VLLM_CPU_KVCACHE_SPACE
         # (GiB of host RAM); 1 GiB holds toy-sized runs and keeps several engines within a 24 GiB machine.
-        env = {"VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
-        if os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto") != "nobind":
-            # vLLM's CPU worker pins its own OpenMP threads (VLLM_CPU_OMP_THREADS_BIND), but the server actor and
-            # the engine core inherit the trainer's OMP_NUM_THREADS; their idle-spinning threads then preempt the
-            # pinned worker (GRPO generation on 2 cores: 277 s with 2 inherited threads, 48 s with 1).
-            env["OMP_NUM_THREADS"] = "1"
-        return env
+        return {"VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
 
     def cudart(self) -> Any:
         return None
