@@ -28,6 +28,7 @@ MAX_TURNS=${MAX_TURNS:-2}                     # searching turns (+1 final); toy 
 MAX_TOKENS_PER_TURN=${MAX_TOKENS_PER_TURN:-80}   # gold turns are <= 64 tokens; generation stops at </search> / </answer>
 SFT_STEPS=${SFT_STEPS:-8}
 SFT_BATCH_SIZE=${SFT_BATCH_SIZE:-8}
+SFT_MICRO_BATCH_SIZE=${SFT_MICRO_BATCH_SIZE:-4}   # same gradient as one micro-batch of 8 (verl divides by the step's tokens), ~half the RAM
 SFT_LR=${SFT_LR:-1e-4}
 GRPO_STEPS=${GRPO_STEPS:-3}
 GRPO_BATCH_SIZE=${GRPO_BATCH_SIZE:-4}         # questions per step
@@ -35,13 +36,17 @@ ROLLOUT_N=${ROLLOUT_N:-4}                     # samples per question (the GRPO g
 GRPO_LR=${GRPO_LR:-2e-5}
 MAX_RESPONSE_LENGTH=${MAX_RESPONSE_LENGTH:-512}
 PORT=${PORT:-}                                # retrieval server port (default: a free one)
+START_STAGE=${START_STAGE:-1}                 # 7: reuse $OUT's evaluations and SFT checkpoint (stages 4-6); 1-3 always run
 AGENTIC_VERL=${AGENTIC_VERL:-$ROOT/.venv/bin/agentic-verl}
 export PATH="$ROOT/.venv/bin:$PATH"           # the recipes call python3 / torchrun / agentic-verl
 export AGENTIC_VERL HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 export RAY_AUTH_MODE=disabled RAY_USAGE_STATS_ENABLED=0
-# torch threads per process. On a busy 2-core machine 2 OpenMP threads make a 135M decode step ~10-20x slower
-# than 1 (measured: 24 greedy tokens 44 s vs 2-4 s), and the trainer and eval run one at a time.
-THREADS=${THREADS:-1}
+# torch threads per process for SFT and the evaluations (one runs at a time, so they get both cores; on a busy
+# machine use 1: two OpenMP threads that get preempted make a step 10-20x slower). GRPO runs at GRPO_THREADS: with
+# 2, verl's vLLM rollout generated ~6x slower on 2 cores (270 s vs 44 s per step; vLLM's CPU worker pins itself
+# to one core and shares it; not diagnosed further), which costs more than the faster actor update saves.
+THREADS=${THREADS:-2}
+GRPO_THREADS=${GRPO_THREADS:-1}
 export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS
 export CPU_RAY_TMPDIR=${CPU_RAY_TMPDIR:-/tmp/ray_demo_$$}   # our own Ray session folder: cleanup touches only it
 
@@ -94,9 +99,13 @@ stage 2 "BM25 index and retrieval server"
     > "$OUT/logs/index.log"
 PORT=${PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
 URL="http://127.0.0.1:$PORT"
-"$AGENTIC_VERL" serve retrieval --index "$OUT/index" --port "$PORT" > "$OUT/logs/retrieval.log" 2>&1 &
+OMP_NUM_THREADS=1 "$AGENTIC_VERL" serve retrieval --index "$OUT/index" --port "$PORT" > "$OUT/logs/retrieval.log" 2>&1 &
 SERVER_PID=$!
-for _ in $(seq 100); do curl -sf "$URL/health" > /dev/null && break; sleep 0.2; done
+for _ in $(seq 600); do   # up to 2 min: loading compiles bm25s's numba scorer, slow on a busy machine
+    curl -sf "$URL/health" > /dev/null && break
+    kill -0 "$SERVER_PID" 2>/dev/null || break
+    sleep 0.2
+done
 curl -sf "$URL/health" > /dev/null || { echo "retrieval server did not start:"; cat "$OUT/logs/retrieval.log"; exit 1; }
 echo "serving $(wc -l < "$OUT/world/corpus.jsonl") passages on $URL"
 
@@ -104,29 +113,38 @@ stage 3 "SmolLM2-135M-Instruct: GGUF -> HF folder"
 BASE_MODEL=$("$AGENTIC_VERL" cpu-model smollm2)
 echo "$BASE_MODEL"
 
+skipped() { # skipped STAGE FILE: true when START_STAGE says to reuse STAGE's output, which must then exist
+    (( START_STAGE > $1 )) || return 1
+    [[ -e "$2" ]] || { echo "START_STAGE=$START_STAGE reuses stage $1's $2, which does not exist" >&2; exit 2; }
+    echo "   (reused: $2)"
+}
+
 stage 4 "evaluate BEFORE SFT ($EVAL_QUESTIONS held-out questions, greedy)"
-evaluate 0_base "before SFT" "$BASE_MODEL"
+skipped 4 "$OUT/eval/0_base/result.json" || evaluate 0_base "before SFT" "$BASE_MODEL"
 
 stage 5 "SFT cold start: $SFT_STEPS steps x $SFT_BATCH_SIZE trajectories (verl sft_trainer)"
-"$AGENTIC_VERL" data sft-trajectories --world "$OUT/world" --retrieval-url "$URL" --tokenizer "$BASE_MODEL" \
-    --topk "$TOPK" --out "$OUT/data/sft/train.parquet" > "$OUT/logs/sft_data.log"
-python3 -c "import json, sys; s = json.load(open(sys.argv[1])); print(f\"{s['kept']} trajectories ({s['questions']} train questions), {s['mean_tokens']} tokens on average\")" \
-    "$OUT/data/sft/train.stats.json"
-rm -rf "$OUT/ckpt/sft"
-AGENTIC_VERL_DEVICE=cpu MODEL_PATH="$BASE_MODEL" TRAIN_FILE="$OUT/data/sft/train.parquet" \
-    SFT_BATCH_SIZE="$SFT_BATCH_SIZE" MICRO_BATCH_SIZE="$SFT_BATCH_SIZE" SFT_MAX_LENGTH=2048 LR="$SFT_LR" \
-    TOTAL_EPOCHS=100 TOTAL_TRAINING_STEPS="$SFT_STEPS" LOGGER="['console']" EXPERIMENT=demo_sft \
-    run_logged "$OUT/logs/sft.log" progress "  SFT" train/loss train/grad_norm -- \
-    bash recipes/rag_r1/sft.sh \
-        trainer.default_local_dir="$OUT/ckpt/sft" trainer.resume_mode=disable trainer.save_freq=-1 \
-        'checkpoint.save_contents=[hf_model]' engine.use_torch_compile=False model.enable_gradient_checkpointing=False
 SFT_MODEL="$OUT/ckpt/sft/global_step_$SFT_STEPS/huggingface"
+if ! skipped 5 "$SFT_MODEL"; then
+    "$AGENTIC_VERL" data sft-trajectories --world "$OUT/world" --retrieval-url "$URL" --tokenizer "$BASE_MODEL" \
+        --topk "$TOPK" --out "$OUT/data/sft/train.parquet" > "$OUT/logs/sft_data.log"
+    python3 -c "import json, sys; s = json.load(open(sys.argv[1])); print(f\"{s['kept']} trajectories ({s['questions']} train questions), {s['mean_tokens']} tokens on average\")" \
+        "$OUT/data/sft/train.stats.json"
+    rm -rf "$OUT/ckpt/sft"
+    AGENTIC_VERL_DEVICE=cpu MODEL_PATH="$BASE_MODEL" TRAIN_FILE="$OUT/data/sft/train.parquet" \
+        SFT_BATCH_SIZE="$SFT_BATCH_SIZE" MICRO_BATCH_SIZE="$SFT_MICRO_BATCH_SIZE" SFT_MAX_LENGTH=2048 LR="$SFT_LR" \
+        TOTAL_EPOCHS=100 TOTAL_TRAINING_STEPS="$SFT_STEPS" LOGGER="['console']" EXPERIMENT=demo_sft \
+        run_logged "$OUT/logs/sft.log" progress "  SFT" train/loss train/grad_norm -- \
+        bash recipes/rag_r1/sft.sh \
+            trainer.default_local_dir="$OUT/ckpt/sft" trainer.resume_mode=disable trainer.save_freq=-1 \
+            'checkpoint.save_contents=[hf_model]' engine.use_torch_compile=False model.enable_gradient_checkpointing=False
+fi
 
 stage 6 "evaluate AFTER SFT"
-evaluate 1_sft "after SFT" "$SFT_MODEL"
+skipped 6 "$OUT/eval/1_sft/result.json" || evaluate 1_sft "after SFT" "$SFT_MODEL"
 
-stage 7 "GRPO: $GRPO_STEPS steps x $GRPO_BATCH_SIZE questions x $ROLLOUT_N samples (verl main_ppo, rag_r1 loop, EM reward)"
+stage 7 "GRPO: $GRPO_STEPS steps x $GRPO_BATCH_SIZE questions (half two-hop) x $ROLLOUT_N samples (verl main_ppo, rag_r1 loop, EM reward)"
 rm -rf "$OUT/ckpt/grpo"
+OMP_NUM_THREADS=$GRPO_THREADS MKL_NUM_THREADS=$GRPO_THREADS \
 AGENTIC_VERL_DEVICE=cpu MODEL_PATH="$SFT_MODEL" DATA_DIR="$OUT/data" RETRIEVAL_URL="$URL" RAG_MODE=sq \
     MAX_TURNS="$MAX_TURNS" TRAIN_BATCH_SIZE="$GRPO_BATCH_SIZE" PPO_MINI_BATCH_SIZE="$GRPO_BATCH_SIZE" \
     MICRO_BATCH_SIZE=4 ROLLOUT_N="$ROLLOUT_N" MAX_PROMPT_LENGTH=512 MAX_RESPONSE_LENGTH="$MAX_RESPONSE_LENGTH" \
@@ -139,7 +157,7 @@ AGENTIC_VERL_DEVICE=cpu MODEL_PATH="$SFT_MODEL" DATA_DIR="$OUT/data" RETRIEVAL_U
         +actor_rollout_ref.rollout.custom.rag_r1.max_tokens_per_turn="$MAX_TOKENS_PER_TURN" \
         actor_rollout_ref.actor.use_kl_loss=False \
         trainer.default_local_dir="$OUT/ckpt/grpo" trainer.save_freq="$GRPO_STEPS" trainer.test_freq=-1 \
-        trainer.val_before_train=False trainer.resume_mode=disable \
+        trainer.val_before_train=False trainer.resume_mode=disable data.shuffle=False \
         'actor_rollout_ref.actor.checkpoint.save_contents=[hf_model]'
 RL_MODEL="$OUT/ckpt/grpo/global_step_$GRPO_STEPS/actor/huggingface"
 
