@@ -10,9 +10,10 @@
 #   7 GRPO with the rag_r1 loop + EM reward: python -m verl.trainer.main_ppo (recipes/rag_r1/grpo.sh), from the SFT model
 #   8 eval AFTER RL; the table; an HTML report of every evaluated trajectory (agentic-verl view)
 #
-# Hardware: 2 CPU cores, ~8 GB RAM; no GPU, no network. Everything goes to $OUT (outputs/demo, gitignored) and /tmp.
-# Runtime:  38 min 08 s measured on an idle AVX2-only 2-core CPU with verl's vLLM rollout (16 min 18 s earlier with
-#           the since-removed transformers rollout on a faster CPU); the measured table is in README "Demo".
+# Hardware: 2 CPU cores, ~12 GB RAM at the GRPO stage; no GPU, no network. Everything goes to $OUT (outputs/demo,
+#           gitignored) and /tmp. One demo at a time: two GRPO stages at once exceed 24 GB.
+# Runtime:  ~22 min on an idle 2-core AVX2 CPU by the measured stage times (README "Demo"; 38 min 08 s measured end
+#           to end with everything at one thread); 35-50 min on a machine shared with other jobs.
 # Target:   EM after RL > after SFT > before (the base model has never seen this world and cannot use the tags).
 # Knobs are environment variables (below); e.g. SFT_STEPS=20 GRPO_STEPS=5 make demo.
 set -euo pipefail
