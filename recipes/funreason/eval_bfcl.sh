@@ -21,6 +21,7 @@
 set -euo pipefail
 RECIPES=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$RECIPES/_common/device.sh"
+source "$RECIPES/_common/eval_source.sh"
 
 ENDPOINT=${ENDPOINT:-}
 MODEL_NAME=${MODEL_NAME:-}
@@ -32,15 +33,7 @@ LIMIT=${LIMIT:-}                                 # first N questions of each cat
 LABEL=${LABEL:-$(basename "${MODEL_NAME:-${MODEL_PATH:-model}}")}
 OUT=${OUT:-outputs/eval/bfcl_$LABEL}
 
-if [[ -n "$ENDPOINT" ]]; then
-    [[ -n "$MODEL_NAME" ]] || { echo "ENDPOINT needs MODEL_NAME (the served model's name)" >&2; exit 2; }
-    SOURCE=(--endpoint "$ENDPOINT" --model-name "$MODEL_NAME" ${TOKENIZER:+--tokenizer "$TOKENIZER"})
-elif [[ -n "${MODEL_PATH:-}" ]]; then
-    SOURCE=(--model "$MODEL_PATH" --engine "$ENGINE")
-else
-    echo "set MODEL_PATH=DIR (an HF model folder) or ENDPOINT=URL MODEL_NAME=NAME (an OpenAI-compatible server)" >&2
-    exit 2
-fi
+eval_model_source
 read -r -a CATEGORY_LIST <<< "$CATEGORIES"
 
 "${AGENTIC_VERL:-agentic-verl}" eval bfcl "${SOURCE[@]}" --categories "${CATEGORY_LIST[@]}" --prompt "$PROMPT" \
