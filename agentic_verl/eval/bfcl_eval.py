@@ -27,13 +27,13 @@ Every failed question keeps BFCL's error type; the category table counts them.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from agentic_verl.eval.bfcl_data import LIVE, NON_LIVE_AST, PROMPTS, build_messages, load_questions, resolve_categories
+from agentic_verl.eval.output import write_run
 from agentic_verl.eval.published import FUNREASON_BFCL
 from agentic_verl.rewards.bfcl import ast_match, language_of
 
@@ -238,8 +238,4 @@ def format_category_table(result: dict, top: int = 3) -> str:
 
 def write_result(result: dict, out_dir: str | Path) -> Path:
     """OUT/result.json (everything, per-question outputs included) and OUT/table.md (both tables)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "result.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
-    (out / "table.md").write_text(format_paper_table(result) + "\n\n" + format_category_table(result) + "\n")
-    return out / "result.json"
+    return write_run(result, out_dir, format_paper_table(result), format_category_table(result))

@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from agentic_verl.eval.output import write_run
 from agentic_verl.eval.sandbox import STATUSES, Limits, run_program
 
 # HumanEval pass@1 of Qwen2.5-Coder-7B-Instruct, FunReason's code-retention table (methods.md, FunReason section)
@@ -223,8 +224,6 @@ def format_table(result: dict) -> str:
     return "\n".join(lines) + f"\n\nPrograms: {ended}."
 
 
-def write_result(result: dict, out_dir: str | Path) -> None:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
-    (out / "table.md").write_text(format_table(result) + "\n")
+def write_result(result: dict, out_dir: str | Path) -> Path:
+    """OUT/result.json (settings, summary, per-problem records) and OUT/table.md."""
+    return write_run(result, out_dir, format_table(result))

@@ -28,13 +28,13 @@ With `dump_dir`, each trajectory is written by the loop's TrajectoryTrace and jo
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from agentic_verl.eval.output import write_run
 from agentic_verl.eval.published import (
     QA_DATASET_LABELS,
     QA_DATASETS,
@@ -341,8 +341,4 @@ def format_table(runs: list[dict]) -> str:
 
 def write_result(result: dict, out_dir: str | Path) -> Path:
     """OUT/result.json (everything) and OUT/table.md (the paper table and ours per dataset)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "result.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
-    (out / "table.md").write_text(format_paper_table(result) + "\n\n" + format_dataset_table(result) + "\n")
-    return out / "result.json"
+    return write_run(result, out_dir, format_paper_table(result), format_dataset_table(result))

@@ -14,7 +14,6 @@ each set's box convention: data/gui_grounding.py.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections import Counter, defaultdict
@@ -23,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from agentic_verl.data.gui_grounding import GroundingSample, load_grounding
+from agentic_verl.eval.output import write_run
 from agentic_verl.rewards.gui import point_in_box
 
 BENCHMARKS = {"screenspot": "ScreenSpot", "screenspot_v2": "ScreenSpot-v2", "screenspot_pro": "ScreenSpot-Pro"}
@@ -187,8 +187,4 @@ def format_breakdown_table(result: dict) -> str:
 
 def write_result(result: dict, out_dir: str | Path) -> Path:
     """OUT/result.json (settings, summaries, per-sample records) and OUT/table.md (paper table + breakdown)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "result.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
-    (out / "table.md").write_text(format_paper_table(result) + "\n\n" + format_breakdown_table(result) + "\n")
-    return out / "result.json"
+    return write_run(result, out_dir, format_paper_table(result), format_breakdown_table(result))

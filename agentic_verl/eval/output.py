@@ -1,0 +1,15 @@
+"""What every `agentic-verl eval ...` writes: OUT/result.json (the whole result) and OUT/table.md (its tables)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def write_run(result: dict, out_dir: str | Path, *tables: str) -> Path:
+    """Write OUT/result.json and OUT/table.md (the tables, a blank line apart); return result.json's path."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "result.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    (out / "table.md").write_text("\n\n".join(tables) + "\n")
+    return out / "result.json"
