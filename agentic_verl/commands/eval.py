@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentic_verl.commands._model_source import add_model_source
 from agentic_verl.commands.eval_humaneval import add_humaneval
 from agentic_verl.commands.eval_screenspot import add_screenspot
 
@@ -42,11 +43,7 @@ def _add_qa(sub) -> None:
     default = (lambda name: d[name].default)  # noqa: E731
     p = sub.add_parser("qa", help="the rag_r1 agent loop on QA datasets (RAG-R1's evaluation): EM, F1, "
                                   "retrievals and seconds per question, the published rows beside ours")
-    source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument("--model", help="HF model folder, generated in-process (--engine)")
-    source.add_argument("--endpoint", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8001 (vllm serve)")
-    p.add_argument("--model-name", help="with --endpoint: the name the server serves the model under")
-    p.add_argument("--tokenizer", help="the model's tokenizer folder (default: --model, or --model-name)")
+    add_model_source(p)
     p.add_argument("--data", nargs="+", required=True, help="question files (any format `data rag-r1` reads); "
                    "the dataset is each record's data_source, else the file's folder name (FlashRAG layout)")
     p.add_argument("--retrieval-url", required=True, help="a running `agentic-verl serve retrieval`")
@@ -137,11 +134,7 @@ def _add_bfcl(sub) -> None:
     default = (lambda name: d[name].default)  # noqa: E731
     p = sub.add_parser("bfcl", help="BFCL's AST and relevance categories (FunReason's evaluation): Non-Live AST, "
                                     "Live, Overall beside the published rows, accuracy and error types per category")
-    source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument("--model", help="HF model folder, generated in-process (--engine)")
-    source.add_argument("--endpoint", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8001 (vllm serve)")
-    p.add_argument("--model-name", help="with --endpoint: the name the server serves the model under")
-    p.add_argument("--tokenizer", help="the model's tokenizer folder (default: --model, or --model-name)")
+    add_model_source(p)
     p.add_argument("--categories", nargs="+", default=["all"], metavar="CATEGORY",
                    help=f"categories or groups ({', '.join(GROUPS)}; default all): {', '.join(CATEGORIES)}")
     p.add_argument("--limit", type=int, default=None, help="first N questions of each category")

