@@ -12,8 +12,8 @@
 #
 # Hardware: 2 CPU cores, ~12 GB RAM at the GRPO stage; no GPU, no network. Everything goes to $OUT (outputs/demo,
 #           gitignored) and /tmp. One demo at a time: two GRPO stages at once exceed 24 GB.
-# Runtime:  ~22 min on an idle 2-core AVX2 CPU by the measured stage times (README "Demo"; 38 min 08 s measured end
-#           to end with everything at one thread); 35-50 min on a machine shared with other jobs.
+# Runtime:  22-24 min on 2 cores (24 min 18 s end to end for seed 2 with other jobs running part of the time; ~22 min
+#           by idle stage times; README "Demo"); 35-50 min on a machine shared with other jobs (use THREADS=1 there).
 # Target:   EM after RL > after SFT > before (the base model has never seen this world and cannot use the tags).
 # Knobs are environment variables (below); e.g. SFT_STEPS=20 GRPO_STEPS=5 make demo.
 set -euo pipefail
