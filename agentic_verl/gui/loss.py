@@ -16,6 +16,10 @@ from collections.abc import Sequence
 
 import torch
 
+# Training stages (methods.md, V2P): "warmup" trains only the pointer head and the three pointer-token embedding rows
+# with the LM loss off; "full" trains every weight on w_lm * CE + w_ptr * L_ptr.
+STAGES = ("warmup", "full")
+
 
 def pointer_loss(logits: Sequence[torch.Tensor], labels: Sequence[torch.Tensor] | torch.Tensor,
                  valley_weight: float = 1.0) -> dict[str, torch.Tensor]:

@@ -13,7 +13,12 @@ head (self-attention + residual + LayerNorm over the input visual patch embeddin
 
 The folder is an ordinary transformers checkpoint (`model_type` "v2p_qwen2_5_vl", the Qwen2.5-VL weights under their
 usual names plus `pointer_head.*`); importing this module registers the config and the model with the Auto classes.
-One click per sample: the first `<|pointer_pad|>` of each row queries that row's image tokens.
+Every `<|pointer_pad|>` queries the last image before it in its row: one image and one click per row in a padded
+batch, or several (image, click) samples packed into one row as verl's SFT engine feeds them
+(`agentic_verl.training`, recipes/v2p/sft_*.sh).
+
+    python -m agentic_verl.gui.model --base Qwen/Qwen2.5-VL-7B-Instruct --out outputs/v2p/init   # make_pointer_model
+    python -m agentic_verl.gui.model --tiny --out /tmp/v2p_tiny     # the same on a tiny random Qwen2.5-VL (CPU runs)
 """
 
 from __future__ import annotations
@@ -36,9 +41,7 @@ from transformers.conversion_mapping import get_checkpoint_conversion_mapping, r
 from transformers.utils import ModelOutput
 
 from agentic_verl.gui.actions import POINTER_END, POINTER_PAD, POINTER_START, POINTER_TOKENS
-from agentic_verl.gui.loss import pointer_loss, total_loss
-
-STAGES = ("warmup", "full")
+from agentic_verl.gui.loss import STAGES, pointer_loss, total_loss
 
 
 @strict
@@ -90,7 +93,7 @@ class V2POutput(ModelOutput):
     pointer_loss: torch.FloatTensor | None = None
     pointer_kl: torch.FloatTensor | None = None
     pointer_valley: torch.FloatTensor | None = None
-    pointer_logits: tuple | None = None  # per sample: (N_i,) logits over its image patches (row-major grid)
+    pointer_logits: tuple | None = None  # per <|pointer_pad|> (row-major): (N_i,) logits over its image's patches
 
 
 class V2PForConditionalGeneration(Qwen2_5_VLForConditionalGeneration):
@@ -108,8 +111,15 @@ class V2PForConditionalGeneration(Qwen2_5_VLForConditionalGeneration):
     # ------------------------------------------------------------------ stages
 
     def set_stage(self, stage: str) -> None:
-        """"warmup": only the pointer head and the three pointer-token embedding rows train (a gradient hook zeroes
-        the other rows), LM loss off. "full": every weight trains, loss = w_lm * CE + w_ptr * L_ptr."""
+        """"warmup": only the pointer head and the three pointer-token embedding rows train, LM loss off. "full":
+        every weight trains, loss = w_lm * CE + w_ptr * L_ptr.
+
+        The warm-up freezes by `requires_grad` (whole modules) plus a forward hook on the input-embedding module that
+        detaches every position whose token is not a pointer token, so the embedding's gradient is exactly zero
+        outside the three rows. The hook lives on the module, not on the weight: FSDP (verl's engine) replaces
+        parameters by sharded ones and reduces their gradients itself, so a hook on the original weight would be lost,
+        while module forward hooks survive wrapping. Use an optimizer without weight decay on the embedding
+        (`optimizer_param_groups`, or verl's optim.weight_decay=0): decay would move the frozen rows."""
         if stage not in STAGES:
             raise ValueError(f"unknown stage {stage!r}; known: {', '.join(STAGES)}")
         for handle in self._stage_hooks:
@@ -122,11 +132,10 @@ class V2PForConditionalGeneration(Qwen2_5_VLForConditionalGeneration):
             return
         for param in self.pointer_head.parameters():
             param.requires_grad_(True)
-        weight = self.get_input_embeddings().weight
-        weight.requires_grad_(True)
-        rows = torch.zeros(weight.shape[0], 1, dtype=weight.dtype, device=weight.device)
-        rows[list(self.pointer_token_ids)] = 1.0
-        self._stage_hooks.append(weight.register_hook(lambda grad: grad * rows.to(grad.dtype)))
+        embedding = self.get_input_embeddings()
+        embedding.weight.requires_grad_(True)
+        self._stage_hooks.append(
+            embedding.register_forward_hook(_only_rows(self.pointer_token_ids), with_kwargs=True))
 
     def optimizer_param_groups(self, weight_decay: float = 0.0) -> list[dict]:
         """Trainable parameters for torch.optim; in the warm-up the embedding gets no weight decay (decay would move
@@ -151,9 +160,9 @@ class V2PForConditionalGeneration(Qwen2_5_VLForConditionalGeneration):
                 inputs_embeds=None, labels=None, use_cache=None, pixel_values=None, pixel_values_videos=None,
                 image_grid_thw=None, video_grid_thw=None, rope_deltas=None, mm_token_type_ids=None,
                 second_per_grid_ts=None, logits_to_keep=0, pointer_labels=None, **kwargs) -> V2POutput:
-        """Qwen2.5-VL's forward plus, when the rows hold an image and a `<|pointer_pad|>`, the pointer logits over
-        each row's image patches and (with `pointer_labels`, see gui.labels) the pointer loss. Generation steps
-        without pixels take Qwen2.5-VL's path unchanged."""
+        """Qwen2.5-VL's forward plus, when the input holds images and `<|pointer_pad|>` tokens, the pointer logits of
+        each pad over its image's patches and (with `pointer_labels`, one per pad, see gui.labels) the pointer loss.
+        Generation steps without pixels take Qwen2.5-VL's path unchanged."""
         pad_id = self.config.pointer_pad_token_id
         if (pixel_values is None or input_ids is None or inputs_embeds is not None or pad_id is None
                 or not bool((input_ids == pad_id).any())):
@@ -172,8 +181,9 @@ class V2PForConditionalGeneration(Qwen2_5_VLForConditionalGeneration):
 
         # the image embeddings once: scattered into the LLM input and kept for the vision head
         embeds = self.get_input_embeddings()(input_ids)
-        image_embeds = torch.cat(self.model.get_image_features(pixel_values, image_grid_thw).pooler_output)
-        image_embeds = image_embeds.to(embeds.device, embeds.dtype)
+        per_image = [e.to(embeds.device, embeds.dtype)
+                     for e in self.model.get_image_features(pixel_values, image_grid_thw).pooler_output]
+        image_embeds = torch.cat(per_image)
         image_mask = input_ids == self.config.image_token_id
         if int(image_mask.sum()) != image_embeds.shape[0]:
             raise ValueError(f"{int(image_mask.sum())} image tokens but {image_embeds.shape[0]} image features")
@@ -186,14 +196,8 @@ class V2PForConditionalGeneration(Qwen2_5_VLForConditionalGeneration):
                              video_grid_thw=video_grid_thw, mm_token_type_ids=mm_token_type_ids,
                              second_per_grid_ts=second_per_grid_ts, **kwargs)
         hidden = outputs.last_hidden_state
-
-        per_row_patches = torch.split(image_embeds, image_mask.sum(1).tolist())
-        ptr_logits = []
-        for row, patches in enumerate(per_row_patches):
-            pads = (input_ids[row] == pad_id).nonzero()
-            if len(pads) == 0 or patches.shape[0] == 0:
-                raise ValueError(f"row {row} needs both an image and a <|pointer_pad|> token")
-            ptr_logits.append(self.pointer_head(patches, hidden[row, int(pads[0])]))
+        ptr_logits = [self.pointer_head(per_image[image], hidden[row, pos])
+                      for row, pos, image in _pointer_queries(input_ids, image_mask, per_image, pad_id)]
 
         lm_weight = self.config.lm_loss_weight if self.stage == "full" else 0.0
         lm_loss = None
@@ -213,6 +217,37 @@ class V2PForConditionalGeneration(Qwen2_5_VLForConditionalGeneration):
                          rope_deltas=outputs.rope_deltas, lm_loss=lm_loss, pointer_loss=ptr["loss"] if ptr else None,
                          pointer_kl=ptr["kl"] if ptr else None, pointer_valley=ptr["valley"] if ptr else None,
                          pointer_logits=tuple(ptr_logits))
+
+
+def _only_rows(token_ids):
+    """Forward hook for an embedding module: positions whose token is not in `token_ids` are detached, so only those
+    rows of the weight get a gradient (exactly zero elsewhere)."""
+    ids = torch.tensor(token_ids)
+
+    def hook(module, args, kwargs, output):
+        if not output.requires_grad:
+            return None
+        input_ids = args[0] if args else kwargs["input"]
+        keep = torch.isin(input_ids, ids.to(input_ids.device)).unsqueeze(-1)
+        return torch.where(keep, output, output.detach())
+
+    return hook
+
+
+def _pointer_queries(input_ids, image_mask, per_image, pad_id) -> list[tuple[int, int, int]]:
+    """(row, position, image index) for every `<|pointer_pad|>` in row-major order: the image is the last one whose
+    tokens come before the pad in the same row (images are numbered in the order of their tokens)."""
+    counts = torch.tensor([e.shape[0] for e in per_image], device=input_ids.device)
+    owner = torch.full(input_ids.shape, -1, dtype=torch.long, device=input_ids.device)
+    owner[image_mask] = torch.repeat_interleave(torch.arange(len(per_image), device=input_ids.device), counts)
+    queries = []
+    for row, pos in (input_ids == pad_id).nonzero().tolist():
+        before = owner[row, :pos]
+        before = before[before >= 0]
+        if before.numel() == 0:
+            raise ValueError(f"the <|pointer_pad|> at row {row}, position {pos} has no image before it")
+        queries.append((row, pos, int(before[-1])))
+    return queries
 
 
 AutoConfig.register(V2PConfig.model_type, V2PConfig, exist_ok=True)
@@ -263,3 +298,32 @@ def make_pointer_model(base: str | os.PathLike, out: str | os.PathLike, pointer_
 
 def _largest_divisor(n: int, at_most: int) -> int:
     return max(d for d in range(1, at_most + 1) if n % d == 0)
+
+
+def main(argv=None) -> int:
+    """`python -m agentic_verl.gui.model --base DIR_OR_HUB_ID --out DIR` (or `--tiny --out DIR`): prints the folder."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m agentic_verl.gui.model", description=make_pointer_model.__doc__)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--base", help="a Qwen2.5-VL folder or hub id")
+    source.add_argument("--tiny", action="store_true", help="a tiny random Qwen2.5-VL (gui/tiny.py) as the base")
+    parser.add_argument("--out", required=True, help="the V2P folder to write")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    parser.add_argument("--seed", type=int, default=0, help="the pointer head's initialisation")
+    args = parser.parse_args(argv)
+    if args.base:
+        print(make_pointer_model(args.base, args.out, seed=args.seed, dtype=args.dtype))
+        return 0
+    import tempfile
+
+    from agentic_verl.gui.tiny import make_tiny_qwen2_5_vl
+
+    with tempfile.TemporaryDirectory(prefix="tiny_qwen2_5_vl_") as base:
+        print(make_pointer_model(make_tiny_qwen2_5_vl(base, dtype=args.dtype), args.out, seed=args.seed,
+                                 dtype=args.dtype))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -10,19 +10,33 @@ micro-batches (SRML's global span counts), (2) reduces the loss's verl `Metric`s
 logs as they are, and (3) steps the loss's own parameters (learnable alpha) after each training step. Everything
 else (data, engine, optimizer, checkpoints, logging) is verl's `SFTTrainer`, unchanged.
 
+A loss that needs more of the model than verl's log-probs (V2P's pointer head, `loss: v2p`) declares it, and the
+hooks verl lacks for that are adapted on verl's FSDP engine object (its methods, wrapped on the instance; the class
+and its other instances are untouched):
+- `loss.prepare_model(module)`: called on the HF model verl's FSDP engine built (`_build_module`), before FSDP wraps
+  it and before the optimizer is built (V2P: the warm-up's frozen weights). verl has no post-build model hook.
+- `loss.model_outputs`: names of extra fields of the model's output (a tuple of per-sample tensors) that the loss
+  reads next to `log_probs`; the engine's `prepare_model_outputs` keeps only log-probs/entropy, so they are added as
+  jagged tensors (one row per sample). Not with Ulysses sequence parallelism (the fields would be per SP shard).
+- `loss.check_optimizer(optim_config)`: a loss can refuse optimizer settings that break it, before anything runs.
+
 The config is verl's `sft_trainer_engine` plus `loss: {name, ...kwargs}` (`config/sft_trainer.yaml`), so every
 override verl's SFT trainer accepts works here too; `loss.name=sft` is verl's loss exactly.
 """
 
 from __future__ import annotations
 
+import functools
+
 import hydra
+import torch
 from omegaconf import OmegaConf
 from verl.trainer.sft_trainer import SFTTrainer
 from verl.utils import tensordict_utils as tu
 from verl.utils.device import auto_set_device
 from verl.utils.distributed import destroy_global_process_group, initialize_global_process_group
 
+from agentic_verl.training import v2p_loss  # noqa: F401  (registers loss "v2p")
 from agentic_verl.training.sft_losses import build_sft_loss, reduce_metrics
 
 
@@ -66,7 +80,56 @@ class LossSFTTrainer(SFTTrainer):
         self.sft_loss = build_sft_loss(loss_config.get("name", "sft"), loss_config.get("kwargs"))
         self.loss_fn = self.sft_loss
         self.training_client.set_loss_fn(loss_fn=self.sft_loss)
+        if hasattr(self.sft_loss, "check_optimizer"):
+            self.sft_loss.check_optimizer(self.optimizer_config)
+        if hasattr(self.sft_loss, "prepare_model"):
+            _after_model_built(self.engine, self.sft_loss.prepare_model)
+        if getattr(self.sft_loss, "model_outputs", ()):
+            if getattr(self.engine_config, "ulysses_sequence_parallel_size", 1) > 1:
+                raise ValueError(f"loss {loss_config.get('name')!r} reads model outputs per sample: run it without "
+                                 "Ulysses sequence parallelism (engine.ulysses_sequence_parallel_size=1)")
+            _pass_model_outputs(self.engine, self.sft_loss.model_outputs)
         self.training_client = _LossHooks(self.training_client, self.sft_loss)
+
+
+def _after_model_built(engine, prepare_model) -> None:
+    """`prepare_model(module)` on the HF model verl's engine builds, before FSDP wraps it (see the module docstring)."""
+    build = getattr(engine, "_build_module", None)
+    if build is None:
+        raise ValueError(f"this loss prepares the model inside verl's FSDP engine; {type(engine).__name__} has no "
+                         "_build_module (use engine.strategy=fsdp2)")
+
+    @functools.wraps(build)
+    def _build_module(*args, **kwargs):
+        module = build(*args, **kwargs)
+        prepare_model(module)
+        return module
+
+    engine._build_module = _build_module
+
+
+def _pass_model_outputs(engine, keys) -> None:
+    """Add the model output's `keys` (tuples of per-sample tensors) to what verl's engine hands the loss."""
+    prepare = engine.prepare_model_outputs
+
+    @functools.wraps(prepare)
+    def prepare_model_outputs(output, output_args, micro_batch, logits_processor_func):
+        model_output = prepare(output=output, output_args=output_args, micro_batch=micro_batch,
+                               logits_processor_func=logits_processor_func)
+        for key in keys:
+            per_sample = getattr(output, key, None)
+            if per_sample is None:
+                raise ValueError(f"the model's output has no {key!r}; the loss needs a model that returns it")
+            model_output[key] = _jagged(per_sample)
+        return model_output
+
+    engine.prepare_model_outputs = prepare_model_outputs
+
+
+def _jagged(tensors) -> torch.Tensor:
+    """Per-sample 1-D tensors -> one jagged nested tensor (differentiable: built on their concatenation)."""
+    lengths = torch.tensor([0] + [t.shape[0] for t in tensors], device=tensors[0].device)
+    return torch.nested.nested_tensor_from_jagged(torch.cat(list(tensors)), offsets=lengths.cumsum(0))
 
 
 def run_sft(config) -> None:

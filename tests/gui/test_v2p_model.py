@@ -157,7 +157,7 @@ def test_full_stage_trains_everything_on_both_losses(pointer_dir, pointer_proces
 
     model = V2PForConditionalGeneration.from_pretrained(pointer_dir)
     model.set_stage("warmup")
-    model.set_stage("full")  # the warm-up's gradient hook is gone
+    model.set_stage("full")  # the warm-up's embedding hook is gone
     batch = build_batch(pointer_processor, train_samples[:2])
     out = model(**batch)
     assert out.loss.item() == pytest.approx(out.lm_loss.item() + out.pointer_loss.item(), rel=1e-5)
@@ -168,3 +168,41 @@ def test_full_stage_trains_everything_on_both_losses(pointer_dir, pointer_proces
     assert (grads["model.language_model.embed_tokens.weight"].abs().sum(1) > 0).sum() > 3  # not just 3 rows
     with pytest.raises(ValueError, match="unknown stage"):
         model.set_stage("stage3")
+
+
+def test_packed_samples_point_like_separate_ones(pointer_model, pointer_processor, screens):
+    """verl's SFT engine packs a micro-batch into one row (no padding, 4-row rope positions: text + 3-D, no cache):
+    each `<|pointer_pad|>` then queries the last image before it, and attention stays inside each sample."""
+    from agentic_verl.gui.inference import pointer_inputs
+
+    samples = [pointer_inputs(pointer_processor, screen.image, element["instruction"])
+               for screen, element in ((screens[0], screens[0].elements[0]), (screens[2], screens[2].elements[3]))]
+    positions, separate = [], []
+    with torch.no_grad():
+        for inputs in samples:
+            rope, _ = pointer_model.model.get_rope_index(inputs["input_ids"], inputs["mm_token_type_ids"],
+                                                         image_grid_thw=inputs["image_grid_thw"])
+            text = torch.arange(inputs["input_ids"].shape[1]).view(1, 1, -1)
+            positions.append(torch.cat([text, rope]))  # (4, 1, L): what verl's dataset builds
+            out = pointer_model(input_ids=inputs["input_ids"], position_ids=positions[-1], use_cache=False,
+                                pixel_values=inputs["pixel_values"], image_grid_thw=inputs["image_grid_thw"])
+            separate.append((out.pointer_logits[0], out.logits[0]))
+        packed = pointer_model(input_ids=torch.cat([s["input_ids"] for s in samples], 1),
+                               position_ids=torch.cat(positions, 2), use_cache=False,  # as verl calls it
+                               pixel_values=torch.cat([s["pixel_values"] for s in samples]),
+                               image_grid_thw=torch.cat([s["image_grid_thw"] for s in samples]))
+    assert [len(p) for p in packed.pointer_logits] == [8 * 12, 9 * 14]  # each pad got its own image's patches
+    for (logits, _), got in zip(separate, packed.pointer_logits, strict=True):
+        torch.testing.assert_close(got, logits)
+    first = samples[0]["input_ids"].shape[1]
+    torch.testing.assert_close(packed.logits[0, first:], separate[1][1])  # the second sample never sees the first
+
+
+def test_a_pointer_without_an_image_before_it_is_an_error(pointer_model, pointer_processor, screens):
+    from agentic_verl.gui.inference import pointer_inputs
+
+    inputs = pointer_inputs(pointer_processor, screens[0].image, "Click the Save button")
+    pad = pointer_model.config.pointer_pad_token_id
+    ids = torch.cat([torch.tensor([[pad]]), inputs["input_ids"]], 1)
+    with pytest.raises(ValueError, match="has no image before it"):
+        pointer_model(input_ids=ids, pixel_values=inputs["pixel_values"], image_grid_thw=inputs["image_grid_thw"])

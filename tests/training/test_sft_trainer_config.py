@@ -10,10 +10,13 @@ import pytest
 
 import agentic_verl.training
 from agentic_verl.training.sft_losses import SFT_LOSSES, SRMLLoss, TokenMeanLoss, build_sft_loss
+from agentic_verl.training.v2p_loss import V2PLoss
 
 CONFIG_DIR = Path(agentic_verl.training.__file__).parent / "config"
-CONFIGS = sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))
+CONFIGS = sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))  # v2p/common.yaml: included by the V2P stages
 LOSSES = sorted(p.stem for p in (CONFIG_DIR / "loss").glob("*.yaml"))
+# every config with every loss, except V2P's stages: they set the v2p loss's stage, so they go with loss v2p only
+PAIRS = [(name, loss) for name in CONFIGS for loss in LOSSES if not name.startswith("v2p_") or loss == "v2p"]
 
 
 def _compose(name: str, overrides: list[str]):
@@ -26,21 +29,22 @@ def _compose(name: str, overrides: list[str]):
 
 
 def test_the_loss_group_lists_every_registered_loss():
-    assert CONFIGS == ["funreason", "sft_trainer"]
-    assert LOSSES == SFT_LOSSES.names() == ["sft", "srml"]
+    assert CONFIGS == ["funreason", "sft_trainer", "v2p_full", "v2p_warmup"]
+    assert LOSSES == SFT_LOSSES.names() == ["sft", "srml", "v2p"]
 
 
-@pytest.mark.parametrize("loss", LOSSES)
-@pytest.mark.parametrize("name", CONFIGS)
+@pytest.mark.parametrize("name, loss", PAIRS)
 def test_configs_compose_and_their_loss_builds(name, loss):
     from omegaconf import OmegaConf
 
     config = _compose(name, [f"loss={loss}", "model.path=/models/m"])
     assert config.model.path == "/models/m" and "engine" in config and "optim" in config  # verl's own sections
     built = build_sft_loss(config.loss.name, OmegaConf.to_container(config.loss.kwargs))
-    assert isinstance(built, {"sft": TokenMeanLoss, "srml": SRMLLoss}[loss])
+    assert isinstance(built, {"sft": TokenMeanLoss, "srml": SRMLLoss, "v2p": V2PLoss}[loss])
     if loss == "srml":
         assert built.alpha().item() == pytest.approx(0.7) and not built.learnable
+    if loss == "v2p":
+        assert built.stage == ("warmup" if name == "v2p_warmup" else "full")
 
 
 def test_defaults_sft_trainer_is_verls_loss_funreason_is_srml():

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# V2P (methods.md "V2P") pointer SFT, stage 2 (full fine-tune): every weight trains on w_lm * CE + w_ptr * L_ptr;
+# verl's own SFT trainer through agentic_verl.training.sft_trainer (loss v2p, stage full), from the warm-up's model.
+# Method settings (the paper's lr 5e-6 cosine, warmup 0.03, 1 epoch, effective batch 128, w_lm = w_ptr = 1) live in
+# agentic_verl/training/config/v2p_full.yaml (+ v2p/common.yaml, loss/v2p.yaml); this script passes machine knobs only.
+#
+# Hardware: 8x A100/H100 80GB for Qwen2.5-VL-7B-Instruct (the paper's base model).
+#           CPU: AGENTIC_VERL_DEVICE=cpu TRAIN_FILE=train.parquet bash recipes/v2p/sft_full.sh  (after the CPU
+#           warm-up: batch 4, 2 steps: smoke)
+# Model:    MODEL_PATH, default the latest WARMUP_DIR/global_step_N/huggingface sft_warmup.sh saved.
+# Data:     the warm-up's (agentic-verl data gui ... --out data/v2p/train.parquet).
+# Runtime:  not measured on GPUs. CPU smoke (tests/cpu/test_v2p_sft.py): see README "V2P".
+# Output:   SFT_CHECKPOINT_DIR/global_step_N/huggingface: the V2P model; evaluate it with
+#           MODEL_PATH=.../huggingface bash recipes/v2p/eval_screenspot.sh
+# Target:   V2P-7B: ScreenSpot-v2 92.3, ScreenSpot-Pro 50.5 (published); logged every step: train/loss
+#           (= w_lm * v2p/lm_loss + w_ptr * v2p/pointer_loss), v2p/kl, v2p/valley.
+# Extra overrides go last: bash recipes/v2p/sft_full.sh loss.kwargs.lm_weight=0.5
+set -euo pipefail
+RECIPES=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+WARMUP_DIR=${WARMUP_DIR:-checkpoints/agentic_verl/v2p_warmup}
+if [[ -z "${MODEL_PATH:-}" ]]; then             # set before device.sh: its CPU default is a text model
+    STEP=$(cat "$WARMUP_DIR/latest_checkpointed_iteration.txt" 2>/dev/null || true)   # written by verl
+    if [[ -n "$STEP" ]] && compgen -G "$WARMUP_DIR/global_step_$STEP/huggingface/*.safetensors" > /dev/null; then
+        MODEL_PATH=$WARMUP_DIR/global_step_$STEP/huggingface
+    else
+        echo "no warm-up model in $WARMUP_DIR (latest_checkpointed_iteration.txt + global_step_N/huggingface):" \
+            "run recipes/v2p/sft_warmup.sh first or set MODEL_PATH to a V2P folder" >&2
+        exit 2
+    fi
+fi
+source "$RECIPES/_common/device.sh"
+
+DATA_DIR=${DATA_DIR:-data/v2p}
+TRAIN_FILE=${TRAIN_FILE:-$DATA_DIR/train.parquet}
+VAL_FILE=${VAL_FILE:-null}
+N_GPUS=${N_GPUS:-8}
+MICRO_BATCH_SIZE=${MICRO_BATCH_SIZE:-1}          # per GPU (verl packs by tokens: data.max_token_len_per_gpu)
+SFT_BATCH_SIZE=${SFT_BATCH_SIZE:-}              # empty: the YAML's (the paper's 128)
+SFT_MAX_LENGTH=${SFT_MAX_LENGTH:-}              # empty: the YAML's
+LR=${LR:-}                                      # empty: the YAML's (the paper's 5e-6)
+TOTAL_TRAINING_STEPS=${TOTAL_TRAINING_STEPS:-null}
+LOGGER=${LOGGER:-['console','wandb']}
+SFT_CHECKPOINT_DIR=${SFT_CHECKPOINT_DIR:-checkpoints/agentic_verl/v2p_full}
+
+ARGS=(
+    data.train_files="$TRAIN_FILE"
+    data.val_files="$VAL_FILE"
+    data.micro_batch_size_per_gpu="$MICRO_BATCH_SIZE"
+    model.path="$MODEL_PATH"
+    trainer.total_training_steps="$TOTAL_TRAINING_STEPS"
+    trainer.n_gpus_per_node="$N_GPUS"
+    trainer.logger="$LOGGER"
+    trainer.default_local_dir="$SFT_CHECKPOINT_DIR"
+    'checkpoint.save_contents=[model,optimizer,extra,hf_model]'   # + the HF folder evaluation loads
+    ${SFT_BATCH_SIZE:+data.train_batch_size="$SFT_BATCH_SIZE"}
+    ${SFT_MAX_LENGTH:+data.max_length="$SFT_MAX_LENGTH"}
+    ${LR:+optim.lr="$LR"}
+    "${SFT_DEVICE_OVERRIDES[@]}"
+    "$@"
+)
+torchrun --standalone --nnodes=1 --nproc_per_node="$N_GPUS" -m agentic_verl.training.sft_trainer \
+    --config-name v2p_full "${ARGS[@]}"
