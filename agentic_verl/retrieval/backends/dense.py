@@ -26,6 +26,9 @@ rebuilt in another type without re-encoding) and, for hnsw/ivf/ivfpq, `index.fai
 - ivfpq: ivf with product-quantised codes (`pq_m` bytes a vector): ~1/30 of flat's memory, approximate scores.
 With `--shards N` (dense_sharded.py) each shard has its own docstore, embeddings and faiss index (ivf / ivfpq share
 one trained quantizer); queries are encoded once and every shard's top-k merged by score (shards.py).
+`embeddings=DIR` (`--embeddings`): the vectors of an `agentic-verl index encode` folder (Ray workers, GPUs:
+encode.py, embeddings.py) are copied instead of encoded, sharded or not; the folder's model and convention become
+the index's, so queries are encoded as its passages were.
 
 On a CPU shared with other work, set AGENTIC_VERL_DENSE_THREADS=1 (torch threads; see THREADS_ENV below).
 Needs the extra: pip install 'agentic_verl[dense]'.
@@ -189,7 +192,8 @@ class DenseBackend(RetrievalBackend):
         "train_size": "ivf / ivfpq: training vectors (default max(40 ivf_nlist, 10,000), at most all)",
         "pq_m": "ivfpq: sub-quantizers, bytes per vector at 8 bits (default dim / 8; must divide dim)",
         "pq_nbits": "ivfpq: bits per sub-quantizer code (8)",
-        "embeddings": "--shards builds: a .npy of precomputed passage vectors (row i = passage i) instead of encoding",
+        "embeddings": "an `index encode` folder (or, with --shards, a .npy, row i = passage i) of precomputed "
+                      "passage vectors, indexed instead of encoding; model and convention are read from the folder",
         "device": "torch device for encoding (cpu)",
         "progress": "show an encoding progress bar when not built through build_index (true)",
     }
@@ -212,33 +216,45 @@ class DenseBackend(RetrievalBackend):
         cls,
         passages: Iterable[Passage],
         out_dir: Path,
-        model: str = DEFAULT_MODEL,
-        convention: str = "auto",
+        model: str | None = None,
+        convention: str | None = None,
         query_prefix: str | None = None,
         passage_prefix: str | None = None,
         faiss_index: str = "flat",
         batch_size: int = 64,
         device: str = "cpu",
         progress: bool = True,
+        embeddings: str | None = None,
         **options,
     ) -> dict:
-        if "embeddings" in options:
-            raise ValueError("-o embeddings=... (precomputed vectors) needs a sharded build: add --shards N")
+        if embeddings is not None and not Path(embeddings).exists():
+            raise FileNotFoundError(f"embeddings={embeddings} does not exist")
+        if embeddings is not None and not Path(embeddings).is_dir():
+            raise ValueError(f"embeddings={embeddings}: a .npy of precomputed vectors needs a sharded build (add "
+                             "--shards N); an unsharded build takes an `agentic-verl index encode` folder")
         faiss_options = check_faiss_options(faiss_index, options, cls.OPTIONS)
         faiss = require("faiss", PURPOSE)
-        text = resolve_convention(model, convention, query_prefix, passage_prefix)
-        encoder = Encoder(model, text, batch_size=batch_size, device=device)
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
-
-        count = encode_to_npy(encoder, passages, out_dir, progress)
-        embeddings = np.load(out_dir / EMBEDDINGS_FILE, mmap_mode="r")
-        settings = index_settings(faiss_index, encoder.dim, count, **faiss_options)
-        index = new_index(settings, encoder.dim, lambda n: embeddings[sample_rows(count, n)])
+        if embeddings is not None:  # vectors from `index encode`: copied, not encoded; the model is its own
+            store = open_encoded(embeddings, model, convention, query_prefix, passage_prefix)
+            encoded, count = store.encoder_meta, copy_encoded(store, passages, out_dir)
+        else:
+            model = model or DEFAULT_MODEL
+            text = resolve_convention(model, convention or "auto", query_prefix, passage_prefix)
+            encoder = Encoder(model, text, batch_size=batch_size, device=device)
+            encoded, count = describe(encoder, model), encode_to_npy(encoder, passages, out_dir, progress)
+        dim = encoded["dim"]
+        vectors = np.load(out_dir / EMBEDDINGS_FILE, mmap_mode="r")
+        settings = index_settings(faiss_index, dim, count, **faiss_options)
+        index = new_index(settings, dim, lambda n: vectors[sample_rows(count, n)])
         if index is not None:
-            add_in_chunks(index, embeddings)
+            add_in_chunks(index, vectors)
             faiss.write_index(index, str(out_dir / FAISS_FILE))
-        return {**describe(encoder, model), **settings, "num_embeddings": count}
+        meta = {**encoded, **settings, "num_embeddings": count}
+        if embeddings is not None:
+            meta["embeddings_source"] = str(Path(embeddings).resolve())
+        return meta
 
     @classmethod
     def build_sharded(cls, build, **options) -> dict:
@@ -304,6 +320,37 @@ def describe(encoder: Encoder, model: str) -> dict:
         "dim": encoder.dim,
         "max_seq_length": int(encoder.model.max_seq_length),
     }
+
+
+def open_encoded(folder: str | Path, model: str | None, convention: str | None, query_prefix: str | None,
+                 passage_prefix: str | None):
+    """An `index encode` folder (embeddings.Embeddings) for a build; a model or convention given that differs from
+    the folder's is refused (None: not given, the folder's own is used)."""
+    from agentic_verl.retrieval.embeddings import Embeddings
+
+    store = Embeddings(folder)
+    given = (convention, query_prefix, passage_prefix) != (None, None, None)
+    text = resolve_convention(model or store.manifest["model"], convention or "auto", query_prefix,
+                              passage_prefix) if given else None
+    store.check_encoder(model, text)
+    return store
+
+
+def copy_encoded(store, passages: Iterable[Passage], out_dir: Path) -> int:
+    """An unsharded index's docstore and embeddings.npy from an `index encode` folder, its ids checked row by row."""
+    target = np.lib.format.open_memmap(out_dir / EMBEDDINGS_FILE, mode="w+", dtype=np.float32, shape=store.shape)
+    count = 0
+    with DocStoreWriter(out_dir) as docstore:
+        for chunk in _chunks(store.checked(0, passages), CHUNK):
+            for passage in chunk:
+                docstore.add(passage)
+            target[count : count + len(chunk)] = store[count : count + len(chunk)]
+            count += len(chunk)
+    if count != len(store):
+        raise ValueError(f"the corpus has {count} passages, {store.folder} holds the vectors of {len(store)}")
+    target.flush()
+    del target
+    return count
 
 
 def check_faiss_options(faiss_index: str, options: dict, known: dict) -> dict:

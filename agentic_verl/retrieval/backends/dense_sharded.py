@@ -8,8 +8,9 @@ Steps (resumable, see build.py):
    shards quantize alike and their approximate scores are comparable.
 3. `faiss <s>` (hnsw / ivf / ivfpq): the shard's vectors added to its own index, written as its `index.faiss`.
 
-`-o embeddings=FILE.npy` replaces encoding in step 1 by copying precomputed vectors (encoded elsewhere, e.g. on
-GPUs; row i = passage i of the corpus). flat needs no step 2 or 3: a shard is searched from its memory-mapped
+`--embeddings DIR` (`-o embeddings=DIR`, an `agentic-verl index encode` folder: encode.py, embeddings.py) or
+`-o embeddings=FILE.npy` (row i = passage i of the corpus) replaces encoding in step 1 by copying vectors encoded
+elsewhere (e.g. by Ray workers on GPUs). flat needs no step 2 or 3: a shard is searched from its memory-mapped
 embeddings.npy, exactly.
 Memory: one encoder batch while encoding; the training sample (train_size x dim x 4 bytes) while training; one shard's
 index while adding to it.
@@ -32,48 +33,60 @@ from agentic_verl.retrieval.backends.dense import (
     check_faiss_options,
     describe,
     encode_to_npy,
+    open_encoded,
     resolve_convention,
     sample_rows,
 )
 from agentic_verl.retrieval.backends.faiss_indexes import FAISS_FILE, add_in_chunks, index_settings, new_index
 from agentic_verl.retrieval.docstore import DocStoreWriter
+from agentic_verl.retrieval.embeddings import Embeddings
 
 _TRAINED_FILE = "trained.faiss"
 
 
-def build_shards(build, model: str = DEFAULT_MODEL, convention: str = "auto", query_prefix: str | None = None,
+def build_shards(build, model: str | None = None, convention: str | None = None, query_prefix: str | None = None,
                  passage_prefix: str | None = None, faiss_index: str = "flat", batch_size: int = 64,
                  device: str = "cpu", progress: bool = True, embeddings: str | None = None, **options) -> dict:
     """dense's `build_sharded`: the steps above; returns the dense part of the meta.
 
-    `embeddings`: a .npy of the passages' vectors (row i = passage i, encoded elsewhere with `model` and its
-    convention) copied instead of encoding; rows are L2-normalised as they are copied."""
+    `embeddings`: an `index encode` folder (its corpus must be this one: sha256 and ids checked; its model and
+    convention are the index's), or a .npy of the passages' vectors (row i = passage i, encoded elsewhere with
+    `model` and its convention); either is copied instead of encoding, rows L2-normalised."""
     faiss_options = check_faiss_options(faiss_index, options, DenseBackend.OPTIONS)
     faiss = require("faiss", PURPOSE)
-    encoder = Encoder(model, resolve_convention(model, convention, query_prefix, passage_prefix),
-                      batch_size=batch_size, device=device)
-    source = _precomputed(embeddings, build.manifest["passages"], encoder.dim) if embeddings else None
-    if source is not None:
-        encode = functools.partial(_copy_shard, source=source)
+    if embeddings and Path(embeddings).is_dir():
+        store = open_encoded(embeddings, model, convention, query_prefix, passage_prefix)
+        corpus = build.manifest["corpus"]
+        store.check_corpus(corpus["sha256"], build.manifest["passages"], corpus["path"])
+        encoded, encode = store.encoder_meta, functools.partial(_copy_shard, source=store)
     else:
-        encode = functools.partial(_encode_shard, encoder=encoder)
+        model = model or DEFAULT_MODEL
+        encoder = Encoder(model, resolve_convention(model, convention or "auto", query_prefix, passage_prefix),
+                          batch_size=batch_size, device=device)
+        encoded = describe(encoder, model)
+        if embeddings:
+            source = _precomputed(embeddings, build.manifest["passages"], encoder.dim)
+            encode = functools.partial(_copy_shard, source=source)
+        else:
+            encode = functools.partial(_encode_shard, encoder=encoder)
+    dim = encoded["dim"]
     for shard in range(build.n_shards):
         build.step(f"encode {shard}", functools.partial(encode, build, shard), (build.shard_dir(shard),))
     count = build.manifest["passages"]
-    settings = index_settings(faiss_index, encoder.dim, count, **faiss_options)
+    settings = index_settings(faiss_index, dim, count, **faiss_options)
     shard_vectors = [np.load(build.shard_dir(s) / EMBEDDINGS_FILE, mmap_mode="r") for s in range(build.n_shards)]
     if faiss_index in ("ivf", "ivfpq"):
         trained = build.scratch / _TRAINED_FILE
-        build.step("train", lambda: _train(settings, encoder.dim, build.bounds, shard_vectors, trained), (trained,))
+        build.step("train", lambda: _train(settings, dim, build.bounds, shard_vectors, trained), (trained,))
     if faiss_index != "flat":
         bar = build.bar(f"faiss {faiss_index}", build.n_shards, " shards")
         for shard in range(build.n_shards):
             output = build.shard_dir(shard) / FAISS_FILE
-            build.step(f"faiss {shard}", lambda s=shard, out=output: _index_shard(faiss, settings, encoder.dim,
+            build.step(f"faiss {shard}", lambda s=shard, out=output: _index_shard(faiss, settings, dim,
                                                                                    shard_vectors[s], build, out), (output,))
             bar.update(1)
         bar.close()
-    meta = {**describe(encoder, model), **settings, "num_embeddings": count}
+    meta = {**encoded, **settings, "num_embeddings": count}
     if embeddings:
         meta["embeddings_source"] = str(Path(embeddings).resolve())
     return meta
@@ -91,12 +104,14 @@ def _precomputed(path: str, passages: int, dim: int) -> np.ndarray:
     return vectors
 
 
-def _copy_shard(build, shard: int, source: np.ndarray) -> dict:
-    """A shard from precomputed vectors: its passages to the docstore, its rows (normalised) to embeddings.npy."""
+def _copy_shard(build, shard: int, source) -> dict:
+    """A shard from precomputed vectors (a .npy array or an `index encode` folder, whose ids are checked): its
+    passages to the docstore, its rows (normalised) to embeddings.npy."""
     start, stop = build.bounds[shard]
     folder = build.shard_dir(shard)
+    passages = build.passages(shard)
     with DocStoreWriter(folder) as docs:
-        for passage in build.passages(shard):
+        for passage in source.checked(start, passages) if isinstance(source, Embeddings) else passages:
             docs.add(passage)
     target = np.lib.format.open_memmap(folder / EMBEDDINGS_FILE, mode="w+", dtype=np.float32,
                                        shape=(stop - start, source.shape[1]))
