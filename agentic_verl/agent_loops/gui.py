@@ -2,11 +2,15 @@
 
 Data: verl's RLHFDataset turns the `<image>` placeholder of the row's `prompt` into an image content item from the
 row's `images` column (`prompts.gui_grounding_messages` writes such prompts). The loop extracts the images with
-verl's own `process_multi_modal_info` (qwen_vl_utils on a GPU install) and renders the prompt with verl's
-multimodal token builder, so the image pad tokens are the processor's; both need a VL model's processor.
+verl's own `process_multi_modal_info` (qwen_vl_utils) and renders the prompt with verl's multimodal token builder,
+so the image pad tokens are the processor's; both need a VL model's processor. It returns the images as
+`multi_modal_data` and the processor kwargs it used, from which verl's worker recomputes the pixel features and the
+M-RoPE position ids the trainer uses (tests/agent_loops/test_gui_vl.py checks them against verl's own
+`get_rope_index` and against the server's log-probs).
 
 The model answers in the pixel coordinates of the image it saw, i.e. the screenshot after Qwen2.5-VL's
-`smart_resize` (sides multiples of `factor`=28, area within the processor's min/max pixels). The loop parses the
+`smart_resize` (sides multiples of `factor`=28, area within the min/max pixels of the loop's config, else of
+`data.mm_processor_kwargs`, else of the processor). The loop parses the
 click with `agentic_verl.rewards.gui.parse_click` (never executed) and maps it back:
 x_original = x * W / w_input, y_original = y * H / h_input. It stores `image_size` = [W, H] and
 `input_size` = [w_input, h_input] as top-level extra fields (verl's reward manager merges extra fields into
@@ -43,7 +47,9 @@ NAME = "gui_grounding"
 class GuiGroundingConfig:
     max_tokens: int = 128
     factor: int = 28  # patch size x merge size of Qwen2.5-VL
-    min_pixels: int | None = None  # None: the processor's image_processor.min_pixels (else Qwen2.5-VL's default)
+    # None: data.mm_processor_kwargs' bounds, else the processor's (else Qwen2.5-VL's); set them only to describe a
+    # processor that resizes differently from what both of those say
+    min_pixels: int | None = None
     max_pixels: int | None = None
 
 
@@ -64,6 +70,13 @@ def image_size(image: Any) -> tuple[int, int] | None:
             return opened.size
     except Exception:
         return None
+
+
+def _get(source: Any, key: str) -> Any:
+    """source[key] for a mapping, else the attribute (None when absent)."""
+    if source is None:
+        return None
+    return source.get(key) if isinstance(source, Mapping) else getattr(source, key, None)
 
 
 def _first_image(messages: list[dict]) -> Any:
@@ -104,16 +117,20 @@ class GuiGroundingAgentLoop(AgentLoopBase):
         self.response_length = int(self.rollout_config.response_length)
         self._eos_ids = eos_token_ids(self.tokenizer)
 
-    def _pixel_bounds(self, cfg: GuiGroundingConfig) -> tuple[int, int]:
-        """min/max pixels the processor resizes to: config, else the processor's own, else Qwen2.5-VL's."""
+    def _pixel_bounds(self, cfg: GuiGroundingConfig, mm_processor_kwargs: Mapping[str, Any]) -> tuple[int, int]:
+        """min/max pixels the processor resizes to: the loop's config, else `data.mm_processor_kwargs` (which verl
+        hands the processor on every call: `size` = {"shortest_edge": min, "longest_edge": max}, or
+        min_pixels/max_pixels), else the processor's own, else Qwen2.5-VL's."""
         image_processor = getattr(self.processor, "image_processor", None)
-        size = getattr(image_processor, "size", None)  # newer processors: {"shortest_edge": min, "longest_edge": max}
 
-        def from_size(key):
-            return size.get(key) if isinstance(size, Mapping) else getattr(size, key, None)
+        def bound(source, size_key: str, pixels_key: str):
+            size = _get(source, "size")  # newer processors: {"shortest_edge": min, "longest_edge": max}
+            return _get(size, size_key) or _get(source, pixels_key)
 
-        low = cfg.min_pixels or getattr(image_processor, "min_pixels", None) or from_size("shortest_edge")
-        high = cfg.max_pixels or getattr(image_processor, "max_pixels", None) or from_size("longest_edge")
+        low = (cfg.min_pixels or bound(mm_processor_kwargs, "shortest_edge", "min_pixels")
+               or bound(image_processor, "shortest_edge", "min_pixels"))
+        high = (cfg.max_pixels or bound(mm_processor_kwargs, "longest_edge", "max_pixels")
+                or bound(image_processor, "longest_edge", "max_pixels"))
         return int(low or QWEN25VL_MIN_PIXELS), int(high or QWEN25VL_MAX_PIXELS)
 
     async def run(self, sampling_params: dict[str, Any], **kwargs) -> AgentLoopOutput:
@@ -138,7 +155,7 @@ class GuiGroundingAgentLoop(AgentLoopBase):
         if images:
             seen = image_size(images[0])  # what the processor gets; it resizes this with smart_resize
             if seen is not None:
-                low, high = self._pixel_bounds(cfg)
+                low, high = self._pixel_bounds(cfg, mm_processor_kwargs)
                 h, w = smart_resize(seen[1], seen[0], cfg.factor, low, high)
                 input_size = (w, h)
         if original is None:

@@ -1,9 +1,11 @@
-"""`agentic-verl preflight rag-r1 | data-mode`: the checks the RAG-R1 recipes run before they launch verl.
+"""`agentic-verl preflight rag-r1 | gui | data-mode`: the checks the RAG-R1 and V2P GRPO recipes run before they
+launch verl.
 
     agentic-verl preflight rag-r1 --stage grpo --train data/rag_r1/train.parquet --val data/rag_r1/test.parquet \\
         --model Qwen/Qwen2.5-7B-Instruct --retrieval-url http://127.0.0.1:8000 --n-gpus 8 --gpu-memory-gb 80
     agentic-verl preflight rag-r1 --stage grpo -- data.train_files=... actor_rollout_ref.model.path=...  # as verl gets them
     agentic-verl preflight data-mode data/rag_r1/train.parquet       # prints sq or mq
+    agentic-verl preflight gui -- data.train_files=... actor_rollout_ref.model.path=...   # recipes/v2p/grpo_click.sh
 
 Prints every finding (ok / note / FAIL) and exits 1 when anything FAILs (see agentic_verl/preflight/).
 """
@@ -36,6 +38,11 @@ def register(subparsers) -> None:
                    help="the verl overrides the recipe launches with (after --); they win over the flags")
     p.set_defaults(handler=_rag_r1)
 
+    p = sub.add_parser("gui", help="recipes/v2p/grpo_click.sh: gui_grounding data, a Qwen2.5-VL, GPU memory")
+    p.add_argument("--gpu-memory-gb", type=float, help="memory of one GPU in GiB (default: nvidia-smi)")
+    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="the verl overrides the recipe launches with")
+    p.set_defaults(handler=_gui)
+
     p = sub.add_parser("data-mode", help="print the mode (sq or mq) a rag_r1 parquet was written for")
     p.add_argument("file")
     p.set_defaults(handler=_data_mode)
@@ -54,6 +61,23 @@ def _rag_r1(args) -> int:
         settings.val = None
     report = check_rag_r1(settings)
     print(f"agentic-verl preflight rag-r1 ({args.stage}):")
+    print(report.render(), flush=True)
+    if report.problems:
+        print(f"preflight: {len(report.problems)} problem(s); not launching. Fix them, or skip every check with "
+              "PREFLIGHT=0.", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _gui(args) -> int:
+    from agentic_verl.preflight import RagR1Settings, settings_from_overrides
+    from agentic_verl.preflight.gui import check_gui_grpo
+
+    settings = settings_from_overrides(RagR1Settings(stage="grpo", gpu_memory_gb=args.gpu_memory_gb), args.overrides)
+    if settings.val in ("null", ""):
+        settings.val = None
+    report = check_gui_grpo(settings)
+    print("agentic-verl preflight gui (grpo):")
     print(report.render(), flush=True)
     if report.problems:
         print(f"preflight: {len(report.problems)} problem(s); not launching. Fix them, or skip every check with "

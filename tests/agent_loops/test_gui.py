@@ -37,14 +37,15 @@ TARGET = (960, 540)  # a point inside BOX
 class QwenVLProcessorStandIn:
     """The boundary: Qwen2.5-VL's processor (see the module docstring)."""
 
-    def __init__(self, tokenizer, size_dict: bool = False):
+    def __init__(self, tokenizer, size_dict: bool = False, max_pixels: int = MAX_PIXELS):
         self.tokenizer = tokenizer
+        self.max_pixels = max_pixels
         if size_dict:  # newer transformers keep the bounds as size={"shortest_edge": min, "longest_edge": max}
             self.image_processor = SimpleNamespace(patch_size=14, merge_size=2,
-                                                   size={"shortest_edge": MIN_PIXELS, "longest_edge": MAX_PIXELS})
+                                                   size={"shortest_edge": MIN_PIXELS, "longest_edge": max_pixels})
         else:
             self.image_processor = SimpleNamespace(patch_size=14, merge_size=2, min_pixels=MIN_PIXELS,
-                                                   max_pixels=MAX_PIXELS)
+                                                   max_pixels=max_pixels)
         self.image_token = "<|image_pad|>"
         self.chat_template = tokenizer.chat_template
         self.calls = []
@@ -60,12 +61,13 @@ class QwenVLProcessorStandIn:
                                                   tokenize=tokenize, add_generation_prompt=add_generation_prompt,
                                                   tools=tools)
 
-    def __call__(self, text, images=None, videos=None, return_tensors="pt", **kwargs):
+    def __call__(self, text, images=None, videos=None, return_tensors="pt", size=None, **kwargs):
         self.calls.append(images)
         [text] = text
         grids = []
-        for image in images or []:
-            h, w = smart_resize(image.height, image.width, 28, MIN_PIXELS, MAX_PIXELS)
+        low, high = (size["shortest_edge"], size["longest_edge"]) if size else (MIN_PIXELS, self.max_pixels)
+        for image in images or []:  # a call's size= wins over the processor's own bounds, as in transformers 5
+            h, w = smart_resize(image.height, image.width, 28, low, high)
             text = text.replace("<|image_pad|>", "\0" * (h * w // (28 * 28)), 1)
             grids.append([1, h // 14, w // 14])
         ids = self.tokenizer(text.replace("\0", "<|image_pad|>"), add_special_tokens=False)["input_ids"]
@@ -99,11 +101,12 @@ def _messages(instruction="Click the OK button"):
                                          {"type": "text", "text": text[len("<image>"):]}]}]
 
 
-def _run(qwen_dir, tok, turns, response_length=64, size_dict=False, **fields):
+def _run(qwen_dir, tok, turns, response_length=64, size_dict=False, processor_max_pixels=MAX_PIXELS,
+         data_overrides=(), **fields):
     overrides = [f"+actor_rollout_ref.rollout.custom.gui_grounding.{k}={v}" for k, v in fields.items()]
-    config = verl_config(qwen_dir, *overrides, prompt_length=2048, response_length=response_length)
+    config = verl_config(qwen_dir, *overrides, *data_overrides, prompt_length=2048, response_length=response_length)
     server = ScriptedServer(tok, turns)
-    processor = QwenVLProcessorStandIn(tok, size_dict=size_dict)
+    processor = QwenVLProcessorStandIn(tok, size_dict=size_dict, max_pixels=processor_max_pixels)
 
     async def go():
         loop = build_loop("gui_grounding", config, server, tok, processor=processor, hf_model_type="qwen2_5_vl",
@@ -113,8 +116,19 @@ def _run(qwen_dir, tok, turns, response_length=64, size_dict=False, **fields):
     return asyncio.run(go()), server, processor
 
 
-@pytest.mark.parametrize("size_dict", [False, True], ids=["min_max_pixels", "size_dict"])
-def test_click_is_mapped_back_to_the_original_screenshot(size_dict, qwen_dir, qwen_tokenizer):
+# where the processor's bounds come from: its own attributes (two conventions), or data.mm_processor_kwargs (which
+# verl passes to every processor call) over a processor whose own bound would not resize
+BOUNDS = {
+    "min_max_pixels": {"size_dict": False},
+    "size_dict": {"size_dict": True},
+    "mm_processor_kwargs": {"processor_max_pixels": VL_UTILS_MAX_PIXELS, "data_overrides": [
+        f"+data.mm_processor_kwargs.size.shortest_edge={MIN_PIXELS}",
+        f"+data.mm_processor_kwargs.size.longest_edge={MAX_PIXELS}"]},
+}
+
+
+@pytest.mark.parametrize("bounds", sorted(BOUNDS))
+def test_click_is_mapped_back_to_the_original_screenshot(bounds, qwen_dir, qwen_tokenizer):
     tok = qwen_tokenizer
     # the pipeline: qwen_vl_utils resizes (its bounds), then the processor resizes that (its bounds)
     h_seen, w_seen = smart_resize(SCREEN[1], SCREEN[0], 28, MIN_PIXELS, VL_UTILS_MAX_PIXELS)
@@ -122,7 +136,7 @@ def test_click_is_mapped_back_to_the_original_screenshot(size_dict, qwen_dir, qw
     assert (h_in, w_in) != (h_seen, w_seen)  # so the processor's bounds matter in this test
     x, y = TARGET[0] * w_in / SCREEN[0], TARGET[1] * h_in / SCREEN[1]  # TARGET in the model's pixels
     out, server, processor = _run(qwen_dir, tok, [f"pyautogui.click(x={x:.0f}, y={y:.0f})<|im_end|>"],
-                                  size_dict=size_dict)
+                                  **BOUNDS[bounds])
 
     # the prompt carries exactly the processor's image pad tokens for the resized screenshot
     assert out.prompt_ids.count(tok.convert_tokens_to_ids("<|image_pad|>")) == (h_in // 28) * (w_in // 28)
