@@ -6,6 +6,7 @@ launch verl.
     agentic-verl preflight rag-r1 --stage grpo -- data.train_files=... actor_rollout_ref.model.path=...  # as verl gets them
     agentic-verl preflight data-mode data/rag_r1/train.parquet       # prints sq or mq
     agentic-verl preflight gui -- data.train_files=... actor_rollout_ref.model.path=...   # recipes/v2p/grpo_click.sh
+    agentic-verl preflight gui --stage sft -- data.train_files=... model.path=...        # recipes/v2p/sft_*.sh
 
 Prints every finding (ok / note / FAIL) and exits 1 when anything FAILs (see agentic_verl/preflight/).
 """
@@ -38,7 +39,9 @@ def register(subparsers) -> None:
                    help="the verl overrides the recipe launches with (after --); they win over the flags")
     p.set_defaults(handler=_rag_r1)
 
-    p = sub.add_parser("gui", help="recipes/v2p/grpo_click.sh: gui_grounding data, a Qwen2.5-VL, GPU memory")
+    p = sub.add_parser("gui", help="recipes/v2p/: gui_grounding data, a Qwen2.5-VL (sft: a V2P model), GPU memory")
+    p.add_argument("--stage", choices=("grpo", "sft"), default="grpo",
+                   help="grpo: grpo_click.sh; sft: sft_warmup.sh / sft_full.sh")
     p.add_argument("--gpu-memory-gb", type=float, help="memory of one GPU in GiB (default: nvidia-smi)")
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="the verl overrides the recipe launches with")
     p.set_defaults(handler=_gui)
@@ -71,13 +74,14 @@ def _rag_r1(args) -> int:
 
 def _gui(args) -> int:
     from agentic_verl.preflight import RagR1Settings, settings_from_overrides
-    from agentic_verl.preflight.gui import check_gui_grpo
+    from agentic_verl.preflight.gui import check_gui
 
-    settings = settings_from_overrides(RagR1Settings(stage="grpo", gpu_memory_gb=args.gpu_memory_gb), args.overrides)
+    settings = RagR1Settings(stage=args.stage, gpu_memory_gb=args.gpu_memory_gb)
+    settings = settings_from_overrides(settings, args.overrides)
     if settings.val in ("null", ""):
         settings.val = None
-    report = check_gui_grpo(settings)
-    print("agentic-verl preflight gui (grpo):")
+    report = check_gui(settings)
+    print(f"agentic-verl preflight gui ({args.stage}):")
     print(report.render(), flush=True)
     if report.problems:
         print(f"preflight: {len(report.problems)} problem(s); not launching. Fix them, or skip every check with "

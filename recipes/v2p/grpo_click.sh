@@ -35,6 +35,7 @@ if [[ "${AGENTIC_VERL_DEVICE:-gpu}" == cpu ]]; then
     : "${MAX_PROMPT_LENGTH:=512}" "${MAX_RESPONSE_LENGTH:=16}" "${MAX_PIXELS:=}"
 fi
 source "$RECIPES/_common/device.sh"
+source "$RECIPES/_common/gui.sh"
 VL_DEVICE_OVERRIDES=()
 if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
     # verl's remove-padding path for Qwen2-VL models swaps in its own attention (verl/models/transformers/
@@ -120,9 +121,5 @@ ARGS=(
     "${VL_DEVICE_OVERRIDES[@]}"
     "$@"
 )
-if [[ "${PREFLIGHT:-1}" == 0 ]]; then
-    echo "PREFLIGHT=0: preflight checks skipped" >&2
-else
-    python3 -m agentic_verl.cli preflight gui ${GPU_MEMORY_GB:+--gpu-memory-gb "$GPU_MEMORY_GB"} -- "${ARGS[@]}"
-fi
+gui_preflight grpo "${ARGS[@]}"
 python3 -m verl.trainer.main_ppo "${ARGS[@]}"

@@ -10,6 +10,8 @@
 # Model:    MODEL_PATH, default the latest WARMUP_DIR/global_step_N/huggingface sft_warmup.sh saved.
 # Data:     the warm-up's (agentic-verl data gui ... --out data/v2p/train.parquet).
 # Runtime:  not measured on GPUs. CPU smoke (tests/cpu/test_v2p_sft.py): see README "V2P".
+# Checks:   `agentic-verl preflight gui --stage sft` before launching (data gui parquet with the pointer action,
+#           a V2P pointer model with its processor, GPU memory budget); PREFLIGHT=0 skips it.
 # Output:   SFT_CHECKPOINT_DIR/global_step_N/huggingface: the V2P model; evaluate it with
 #           MODEL_PATH=.../huggingface bash recipes/v2p/eval_screenspot.sh
 # Target:   V2P-7B: ScreenSpot-v2 92.3, ScreenSpot-Pro 50.5 (published); logged every step: train/loss
@@ -30,6 +32,7 @@ if [[ -z "${MODEL_PATH:-}" ]]; then             # set before device.sh: its CPU 
     fi
 fi
 source "$RECIPES/_common/device.sh"
+source "$RECIPES/_common/gui.sh"
 
 DATA_DIR=${DATA_DIR:-data/v2p}
 TRAIN_FILE=${TRAIN_FILE:-$DATA_DIR/train.parquet}
@@ -59,5 +62,6 @@ ARGS=(
     "${SFT_DEVICE_OVERRIDES[@]}"
     "$@"
 )
+gui_preflight sft "${ARGS[@]}"
 torchrun --standalone --nnodes=1 --nproc_per_node="$N_GPUS" -m agentic_verl.training.sft_trainer \
     --config-name v2p_full "${ARGS[@]}"

@@ -12,6 +12,8 @@
 # Data:     agentic-verl data gui --data data/GUI-Actor/uground.json --images data/GUI-Actor/images \
 #               --out data/v2p/train.parquet     (any layout `data gui` reads: box -> pointer label per sample)
 # Runtime:  not measured on GPUs. CPU smoke (tests/cpu/test_v2p_sft.py, 8 synthetic screenshots): see README "V2P".
+# Checks:   `agentic-verl preflight gui --stage sft` before launching (data gui parquet with the pointer action,
+#           a V2P pointer model with its processor, GPU memory budget); PREFLIGHT=0 skips it.
 # Output:   SFT_CHECKPOINT_DIR/global_step_N/huggingface: a V2P folder (sft_full.sh starts from the last one).
 # Target:   after both stages V2P-7B: ScreenSpot-v2 92.3, ScreenSpot-Pro 50.5 (published); logged every step:
 #           train/loss (= v2p/pointer_loss here), v2p/kl, v2p/valley, v2p/lm_loss (not trained in this stage).
@@ -30,6 +32,7 @@ else
 fi
 MODEL_PATH=${MODEL_PATH:-$INIT_DIR}             # set before device.sh: its CPU default is a text model
 source "$RECIPES/_common/device.sh"
+source "$RECIPES/_common/gui.sh"
 
 DATA_DIR=${DATA_DIR:-data/v2p}
 TRAIN_FILE=${TRAIN_FILE:-$DATA_DIR/train.parquet}
@@ -63,5 +66,6 @@ ARGS=(
     "${SFT_DEVICE_OVERRIDES[@]}"
     "$@"
 )
+gui_preflight sft "${ARGS[@]}"
 torchrun --standalone --nnodes=1 --nproc_per_node="$N_GPUS" -m agentic_verl.training.sft_trainer \
     --config-name v2p_warmup "${ARGS[@]}"

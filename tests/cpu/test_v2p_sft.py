@@ -52,6 +52,7 @@ def test_recipe_overrides_compose_with_our_sft_config(recipe, device, tmp_path):
         "MODEL_PATH": "/models/some-v2p-model",  # a given model: no pointer-model init, no checkpoint search
         "RECORD_FILE": str(tmp_path / "argv.txt"),
         "PATH": os.pathsep.join([str(bin_dir), os.path.dirname(sys.executable), os.environ["PATH"]]),
+        "PREFLIGHT": "0",  # the model and data named here do not exist: only the command line is under test
     }
     subprocess.run(["bash", str(REPO / "recipes" / recipe), "trainer.total_epochs=3"], cwd=REPO, env=env, check=True,
                    timeout=60)
@@ -87,6 +88,43 @@ def test_full_stage_without_a_warmup_checkpoint_is_an_error(tmp_path):
     proc = subprocess.run(["bash", str(REPO / "recipes/v2p/sft_full.sh")], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 2 and "run recipes/v2p/sft_warmup.sh first" in proc.stderr
+
+
+def test_preflight_refuses_missing_data_and_a_model_without_the_pointer(tmp_path):
+    """The real preflight, before torchrun: a missing parquet, and a plain Qwen2.5-VL where the SFT needs a V2P
+    pointer model (an error at the first batch otherwise, minutes into a GPU job)."""
+    from agentic_verl.commands.cpu_model import _tiny_vl
+
+    plain_vl = _tiny_vl(None, "float32", False)
+    env = {**os.environ, "AGENTIC_VERL_DEVICE": "cpu", "TRAIN_FILE": str(tmp_path / "none.parquet"),
+           "MODEL_PATH": str(plain_vl), "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])}
+    proc = subprocess.run(["bash", str(REPO / "recipes/v2p/sft_warmup.sh")], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"FAIL  train data: {tmp_path / 'none.parquet'} does not exist" in proc.stdout
+    assert "FAIL  model:" in proc.stdout and "'qwen2_5_vl' model; this stage needs a V2P pointer model" in proc.stdout
+    assert "not launching" in proc.stderr and "sft_trainer" not in proc.stdout + proc.stderr
+
+
+def test_sft_preflight_checks_the_sft_columns(screenshots, tmp_path):
+    import pandas as pd
+
+    from agentic_verl.preflight.gui import check_gui_data
+    from agentic_verl.preflight.settings import Report
+
+    good = screenshots[1]
+    row = pd.read_parquet(good).iloc[0].to_dict()
+    no_pointer = tmp_path / "no_pointer.parquet"
+    messages = [{**m, "content": m["content"].replace("<|pointer_pad|>", "")} for m in row["messages"]]
+    pd.DataFrame([{**row, "messages": messages}]).to_parquet(no_pointer)
+    grpo_only = tmp_path / "grpo_only.parquet"
+    pd.DataFrame([{k: v for k, v in row.items() if k != "messages"}]).to_parquet(grpo_only)
+    for path, level, words in [(good, "ok", "8 rows"), (no_pointer, "FAIL", "no pointer action"),
+                               (grpo_only, "FAIL", "lacks the columns ['messages']")]:
+        report = Report()
+        check_gui_data(report, "train data", str(path), "sft")
+        [(found_level, _, message)] = report.findings
+        assert found_level == level and words in message, (path, report.findings)
 
 
 @pytest.mark.parametrize("stage", ["warmup", "full"])
@@ -229,6 +267,7 @@ def _run(recipe: str, out: Path, train: Path, steps: int, lr: float, extra_env: 
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
     (out / "run.log").write_text(proc.stdout)
     assert proc.returncode == 0, proc.stdout[-6000:]
+    assert "agentic-verl preflight gui (sft):" in proc.stdout
     steps_logged = [json.loads(line) for line in metrics_path.read_text().splitlines()]
     assert [m["step"] for m in steps_logged] == list(range(1, steps + 1)), steps_logged
     return [m["data"] for m in steps_logged]
