@@ -35,3 +35,21 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("gpu"):  # not `"gpu" in item.keywords`: that also matches tests/gpu/ itself
             item.add_marker(skip_gpu)
+
+
+# tests/test_install_resolution.py's pip resolution mostly waits on PyPI (1-3 min): start it when collection ends,
+# so that it runs beside the other tests; the test collects its result (and starts its own when run alone).
+_RESOLUTION_TEST = "test_gpu_stack_resolves_with_our_package"
+
+
+def pytest_collection_finish(session):
+    item = next((i for i in session.items if i.name == _RESOLUTION_TEST), None)
+    if item is None or session.config.option.collectonly:
+        return
+    import shutil
+    from pathlib import Path
+
+    workdir = Path(tempfile.mkdtemp(prefix="agentic_verl_resolution_"))
+    session.config.stash[item.module.RESOLUTION_KEY] = item.module.Resolution(workdir)
+    session.config.add_cleanup(lambda: shutil.rmtree(workdir, ignore_errors=True))
+    session.config.add_cleanup(session.config.stash[item.module.RESOLUTION_KEY].stop)

@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 RESOLVE_TIMEOUT_S = 600  # measured 3-4 min on the busy 2-core machine
 # verl 0.9.1's `vllm` extra, as verl's own metadata pins it
 GPU_STACK = {"verl": SUPPORTED_VERL_VERSION, "torch": "2.11.0", "vllm": "0.24.0", "transformers": "5.9.0"}
+RESOLUTION_KEY = pytest.StashKey["Resolution"]()  # the background run tests/conftest.py starts
 WHOLE_WHEEL_LIMIT_MB = 50  # torch is 530 MB, vllm 279 MB, the nvidia-* wheels up to 420 MB; ray (79 MB) too
 
 
@@ -74,23 +76,56 @@ def test_repo_constraints_are_not_in_pips_configuration():
             assert all((REPO / path).resolve() != ours for path in value.strip("'\"").split()), line
 
 
+class Resolution:
+    """pip's resolver for our package next to verl[vllm], running in the background: it waits on PyPI for 1-3 min,
+    so tests/conftest.py starts it when collection ends and the test below collects the result."""
+
+    def __init__(self, workdir: Path):
+        self.workdir, self.started = workdir, time.monotonic()
+        self.source = _source_copy(workdir / "src")
+        self.report_path, self.log_path = workdir / "report.json", workdir / "pip.log"
+        command = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--use-feature=fast-deps",
+                   "--report", str(self.report_path), "--log", str(self.log_path), "--quiet",
+                   "--disable-pip-version-check", str(self.source), f"verl[vllm]=={SUPPORTED_VERL_VERSION}"]
+        self._stderr = open(workdir / "stderr.txt", "w+")
+        self.proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=self._stderr, env=_pip_env(),
+                                     cwd=workdir)
+
+    def wait(self) -> tuple[int | None, str]:
+        """(pip's exit code, or None after RESOLVE_TIMEOUT_S from its start; its stderr)."""
+        try:
+            self.proc.wait(timeout=max(1.0, RESOLVE_TIMEOUT_S - (time.monotonic() - self.started)))
+        except subprocess.TimeoutExpired:
+            self.stop()
+        self._stderr.seek(0)
+        return self.proc.returncode if self.proc.returncode is not None and self.proc.returncode >= 0 else None, \
+            self._stderr.read()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def resolution(request, tmp_path):
+    """The background resolution tests/conftest.py started, or one started now (the test run on its own)."""
+    started = request.config.stash.get(RESOLUTION_KEY, None)
+    return started if started is not None else Resolution(tmp_path)
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(RESOLVE_TIMEOUT_S + 120)
-def test_gpu_stack_resolves_with_our_package(tmp_path):
-    source, report_path, log_path = _source_copy(tmp_path / "src"), tmp_path / "report.json", tmp_path / "pip.log"
-    command = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--use-feature=fast-deps",
-               "--report", str(report_path), "--log", str(log_path), "--quiet", "--disable-pip-version-check",
-               str(source), f"verl[vllm]=={SUPPORTED_VERL_VERSION}"]
-    try:
-        proc = subprocess.run(command, capture_output=True, text=True, env=_pip_env(), cwd=tmp_path,
-                              timeout=RESOLVE_TIMEOUT_S)
-    except subprocess.TimeoutExpired as exc:
+def test_gpu_stack_resolves_with_our_package(resolution):
+    returncode, stderr = resolution.wait()
+    if returncode is None:
         pytest.fail(f"pip's resolver did not finish in {RESOLVE_TIMEOUT_S} s (it needs PyPI: a slow or unreachable "
-                    f"network?)\n{_stderr_tail((exc.stderr or b'').decode(errors='replace'))}")
-    if proc.returncode != 0:
+                    f"network?)\n{_stderr_tail(stderr)}")
+    if returncode != 0:
         pytest.fail(f"pip could not resolve our package next to verl[vllm]=={SUPPORTED_VERL_VERSION} (exit "
-                    f"{proc.returncode}). This check needs PyPI; if the network is down, that is the reason.\n"
-                    f"{_stderr_tail(proc.stderr)}")
+                    f"{returncode}). This check needs PyPI; if the network is down, that is the reason.\n"
+                    f"{_stderr_tail(stderr)}")
+    source, report_path, log_path = resolution.source, resolution.report_path, resolution.log_path
 
     big = [(name, mb) for name, mb in whole_wheel_downloads(log_path.read_text()) if mb > WHOLE_WHEEL_LIMIT_MB]
     assert not big, f"the dry run downloaded whole wheels (the index offers neither PEP 658 nor range requests?): {big}"
