@@ -60,16 +60,7 @@ def _rag_r1(args) -> int:
              "gpu_memory_utilization": args.gpu_memory_utilization}
     settings = RagR1Settings(stage=args.stage, **{k: v for k, v in flags.items() if v is not None})
     settings = settings_from_overrides(settings, args.overrides)
-    if settings.val in ("null", ""):
-        settings.val = None
-    report = check_rag_r1(settings)
-    print(f"agentic-verl preflight rag-r1 ({args.stage}):")
-    print(report.render(), flush=True)
-    if report.problems:
-        print(f"preflight: {len(report.problems)} problem(s); not launching. Fix them, or skip every check with "
-              "PREFLIGHT=0.", file=sys.stderr)
-        return 1
-    return 0
+    return _verdict(f"rag-r1 ({args.stage})", check_rag_r1, settings)
 
 
 def _gui(args) -> int:
@@ -78,10 +69,15 @@ def _gui(args) -> int:
 
     settings = RagR1Settings(stage=args.stage, gpu_memory_gb=args.gpu_memory_gb)
     settings = settings_from_overrides(settings, args.overrides)
+    return _verdict(f"gui ({args.stage})", check_gui, settings)
+
+
+def _verdict(title: str, check, settings) -> int:
+    """Run `check` on `settings` (verl's val_files=null means no validation file), print every finding, exit code."""
     if settings.val in ("null", ""):
         settings.val = None
-    report = check_gui(settings)
-    print(f"agentic-verl preflight gui ({args.stage}):")
+    report = check(settings)
+    print(f"agentic-verl preflight {title}:")
     print(report.render(), flush=True)
     if report.problems:
         print(f"preflight: {len(report.problems)} problem(s); not launching. Fix them, or skip every check with "

@@ -27,15 +27,3 @@ rag_r1_default_model() {
 rag_r1_data_mode() {
     python3 -m agentic_verl.cli preflight data-mode "$1" 2> /dev/null || true
 }
-
-# rag_r1_preflight STAGE VERL_OVERRIDES...: `agentic-verl preflight rag-r1` on exactly the overrides verl will get
-#   (data, model, retrieval server, mode, GPU memory; see agentic_verl/preflight/); exits the recipe on a
-#   problem. PREFLIGHT=0 skips it. GPU_MEMORY_GB gives one GPU's memory where nvidia-smi cannot.
-rag_r1_preflight() {
-    if [[ "${PREFLIGHT:-1}" == 0 ]]; then
-        echo "PREFLIGHT=0: preflight checks skipped" >&2
-        return 0
-    fi
-    python3 -m agentic_verl.cli preflight rag-r1 --stage "$1" ${GPU_MEMORY_GB:+--gpu-memory-gb "$GPU_MEMORY_GB"} \
-        -- "${@:2}"
-}

@@ -21,6 +21,7 @@ set -euo pipefail
 RECIPES=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$RECIPES/_common/device.sh"
 source "$RECIPES/_common/rag_r1.sh"
+source "$RECIPES/_common/preflight.sh"
 
 SFT_CHECKPOINT_DIR=${SFT_CHECKPOINT_DIR:-checkpoints/agentic_verl/rag_r1_sft}   # where sft.sh saves
 rag_r1_default_model                             # MODEL_PATH: as set, else the latest SFT checkpoint, else refuse
@@ -91,5 +92,5 @@ ARGS=(
     "${DEVICE_OVERRIDES[@]}"
     "$@"
 )
-rag_r1_preflight grpo "${ARGS[@]}"
+recipe_preflight rag-r1 grpo "${ARGS[@]}"
 python3 -m verl.trainer.main_ppo "${ARGS[@]}"

@@ -18,6 +18,7 @@ set -euo pipefail
 RECIPES=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$RECIPES/_common/device.sh"
 source "$RECIPES/_common/rag_r1.sh"
+source "$RECIPES/_common/preflight.sh"
 
 MODEL_PATH=${MODEL_PATH:-Qwen/Qwen2.5-7B-Instruct}
 DATA_DIR=${DATA_DIR:-data/rag_r1_sft}
@@ -58,5 +59,5 @@ ARGS=(
     "${SFT_DEVICE_OVERRIDES[@]}"
     "$@"
 )
-rag_r1_preflight sft "${ARGS[@]}"
+recipe_preflight rag-r1 sft "${ARGS[@]}"
 torchrun --standalone --nnodes=1 --nproc_per_node="$N_GPUS" -m verl.trainer.sft_trainer "${ARGS[@]}"

@@ -35,7 +35,7 @@ if [[ "${AGENTIC_VERL_DEVICE:-gpu}" == cpu ]]; then
     : "${MAX_PROMPT_LENGTH:=512}" "${MAX_RESPONSE_LENGTH:=16}" "${MAX_PIXELS:=}"
 fi
 source "$RECIPES/_common/device.sh"
-source "$RECIPES/_common/gui.sh"
+source "$RECIPES/_common/preflight.sh"
 VL_DEVICE_OVERRIDES=()
 if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
     # verl's remove-padding path for Qwen2-VL models swaps in its own attention (verl/models/transformers/
@@ -121,5 +121,5 @@ ARGS=(
     "${VL_DEVICE_OVERRIDES[@]}"
     "$@"
 )
-gui_preflight grpo "${ARGS[@]}"
+recipe_preflight gui grpo "${ARGS[@]}"
 python3 -m verl.trainer.main_ppo "${ARGS[@]}"

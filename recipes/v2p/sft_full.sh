@@ -32,7 +32,7 @@ if [[ -z "${MODEL_PATH:-}" ]]; then             # set before device.sh: its CPU 
     fi
 fi
 source "$RECIPES/_common/device.sh"
-source "$RECIPES/_common/gui.sh"
+source "$RECIPES/_common/preflight.sh"
 
 DATA_DIR=${DATA_DIR:-data/v2p}
 TRAIN_FILE=${TRAIN_FILE:-$DATA_DIR/train.parquet}
@@ -62,6 +62,6 @@ ARGS=(
     "${SFT_DEVICE_OVERRIDES[@]}"
     "$@"
 )
-gui_preflight sft "${ARGS[@]}"
+recipe_preflight gui sft "${ARGS[@]}"
 torchrun --standalone --nnodes=1 --nproc_per_node="$N_GPUS" -m agentic_verl.training.sft_trainer \
     --config-name v2p_full "${ARGS[@]}"
