@@ -21,22 +21,10 @@ from pathlib import Path
 
 import pytest
 from cpu_backend_helpers import REPO
+from test_funreason_sft import _RECORDER, _compose  # the torchrun stand-in and our SFT configs' composition
 
 RECIPES = {"v2p/sft_warmup.sh": ("v2p_warmup", "warmup"), "v2p/sft_full.sh": ("v2p_full", "full")}
-_RECORDER = '#!/usr/bin/env bash\nprintf \'%s\\n\' "$@" > "$RECORD_FILE"\n'
 EMBEDDING = "model.language_model.embed_tokens.weight"  # transformers' in-memory name; on disk see _weights
-
-
-def _compose(overrides: list[str]):
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    import agentic_verl.training
-
-    GlobalHydra.instance().clear()
-    config_dir = os.path.join(os.path.dirname(agentic_verl.training.__file__), "config")
-    with initialize_config_dir(config_dir=config_dir, version_base=None):
-        return compose(config_name=overrides[1], overrides=overrides[2:])
 
 
 @pytest.mark.parametrize("recipe", sorted(RECIPES))
