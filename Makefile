@@ -50,7 +50,7 @@ chromium:
 lint: install
 	$(VENV)/bin/ruff check agentic_verl reward_fns tests benchmarks
 
-# The RAG-R1 demo on this CPU (recipes/demo/run.sh: toy world, BM25 server, eval, SFT, eval, GRPO, eval; 22-24 min on 2 cores, see README "Demo").
+# The RAG-R1 demo on this CPU (recipes/demo/run.sh: toy world, BM25 server, eval, SFT, eval, GRPO, eval; 16-18 min on 2 cores, see README "Demo").
 demo: install
 	bash recipes/demo/run.sh
 

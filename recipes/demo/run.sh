@@ -12,8 +12,8 @@
 #
 # Hardware: 2 CPU cores, ~12 GB RAM at the GRPO stage; no GPU, no network. Everything goes to $OUT (outputs/demo,
 #           gitignored) and /tmp. One demo at a time: two GRPO stages at once exceed 24 GB.
-# Runtime:  22-24 min on 2 cores (24 min 18 s end to end for seed 2 with other jobs running part of the time; ~22 min
-#           by idle stage times; README "Demo"); 35-50 min on a machine shared with other jobs (use THREADS=1 there).
+# Runtime:  16-18 min on 2 idle cores (seeds 0-2: 17m33s, 17m30s, 15m52s; README "Demo"); 35-50 min on a machine
+#           shared with other jobs (use THREADS=1 there).
 # Target:   EM after RL > after SFT > before (the base model has never seen this world and cannot use the tags).
 # Knobs are environment variables (below); e.g. SFT_STEPS=20 GRPO_STEPS=5 make demo.
 set -euo pipefail
@@ -42,13 +42,14 @@ AGENTIC_VERL=${AGENTIC_VERL:-$ROOT/.venv/bin/agentic-verl}
 export PATH="$ROOT/.venv/bin:$PATH"           # the recipes call python3 / torchrun / agentic-verl
 export AGENTIC_VERL HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 export RAY_AUTH_MODE=disabled RAY_USAGE_STATS_ENABLED=0
-# torch threads per process for SFT and the evaluations (one runs at a time, so they get both cores; on a busy
-# machine use 1: two OpenMP threads that get preempted make a step 10-20x slower). GRPO runs at GRPO_THREADS: with
-# 2, verl's vLLM rollout generated ~6x slower on 2 cores (270 s vs 44 s per step; vLLM's CPU worker pins itself
-# to one core and shares it; not diagnosed further), which costs more than the faster actor update saves.
+# torch threads per process (one stage runs at a time, so each gets both cores; on a busy machine use THREADS=1:
+# two OpenMP threads that get preempted make a step 10-20x slower). Only OMP_NUM_THREADS is set: vLLM's CPU worker
+# pins itself to one core with OMP_NUM_THREADS=1, and with MKL_NUM_THREADS=2 also inherited from here, generation
+# at two threads ran ~6x slower (measured by changing that one variable; not traced further).
 THREADS=${THREADS:-2}
-GRPO_THREADS=${GRPO_THREADS:-1}
-export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS
+GRPO_THREADS=${GRPO_THREADS:-$THREADS}
+export OMP_NUM_THREADS=$THREADS
+unset MKL_NUM_THREADS
 export CPU_RAY_TMPDIR=${CPU_RAY_TMPDIR:-/tmp/ray_demo_$$}   # our own Ray session folder: cleanup touches only it
 
 mkdir -p "$OUT/logs" "$OUT/eval"
@@ -143,9 +144,11 @@ fi
 stage 6 "evaluate AFTER SFT"
 skipped 6 "$OUT/eval/1_sft/result.json" || evaluate 1_sft "after SFT" "$SFT_MODEL"
 
+# bypass_mode: the rollout's log-probs are the old policy's (verl skips recomputing them, 28-43 s a step here).
+# vLLM computes in fp32 here as the actor does; the two agreed to <= 1.7e-5 in probability when recomputed.
 stage 7 "GRPO: $GRPO_STEPS steps x $GRPO_BATCH_SIZE questions (half two-hop) x $ROLLOUT_N samples (verl main_ppo, rag_r1 loop, EM reward)"
 rm -rf "$OUT/ckpt/grpo"
-OMP_NUM_THREADS=$GRPO_THREADS MKL_NUM_THREADS=$GRPO_THREADS \
+OMP_NUM_THREADS=$GRPO_THREADS \
 AGENTIC_VERL_DEVICE=cpu MODEL_PATH="$SFT_MODEL" DATA_DIR="$OUT/data" RETRIEVAL_URL="$URL" RAG_MODE=sq \
     MAX_TURNS="$MAX_TURNS" TRAIN_BATCH_SIZE="$GRPO_BATCH_SIZE" PPO_MINI_BATCH_SIZE="$GRPO_BATCH_SIZE" \
     MICRO_BATCH_SIZE=4 ROLLOUT_N="$ROLLOUT_N" MAX_PROMPT_LENGTH=512 MAX_RESPONSE_LENGTH="$MAX_RESPONSE_LENGTH" \
@@ -157,6 +160,7 @@ AGENTIC_VERL_DEVICE=cpu MODEL_PATH="$SFT_MODEL" DATA_DIR="$OUT/data" RETRIEVAL_U
         +actor_rollout_ref.rollout.custom.rag_r1.topk="$TOPK" \
         +actor_rollout_ref.rollout.custom.rag_r1.max_tokens_per_turn="$MAX_TOKENS_PER_TURN" \
         actor_rollout_ref.actor.use_kl_loss=False \
+        algorithm.rollout_correction.bypass_mode=True \
         trainer.default_local_dir="$OUT/ckpt/grpo" trainer.save_freq="$GRPO_STEPS" trainer.test_freq=-1 \
         trainer.val_before_train=False trainer.resume_mode=disable data.shuffle=False \
         'actor_rollout_ref.actor.checkpoint.save_contents=[hf_model]'

@@ -3,7 +3,7 @@
 # quotes: held-out EM before SFT / after SFT / after GRPO per seed, the RL gain, and the size of one question.
 #
 # Hardware: as the demo (2 CPU cores, ~12 GB RAM at the GRPO stage, no GPU, no network).
-# Runtime:  one `make demo` per seed, one after the other (22-24 min each on 2 cores).
+# Runtime:  one `make demo` per seed, one after the other (16-18 min each on 2 cores; 51 min for 0 1 2).
 # Knobs:    SEEDS (default "0 1 2"), OUT (default outputs/demo_seeds); every knob of run.sh passes through.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
