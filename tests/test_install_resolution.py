@@ -81,7 +81,7 @@ class Resolution:
     so tests/conftest.py starts it when collection ends and the test below collects the result."""
 
     def __init__(self, workdir: Path):
-        self.workdir, self.started = workdir, time.monotonic()
+        self.started = time.monotonic()
         self.source = _source_copy(workdir / "src")
         self.report_path, self.log_path = workdir / "report.json", workdir / "pip.log"
         command = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--use-feature=fast-deps",

@@ -69,13 +69,14 @@ def check_gui_data(report: Report, topic: str, path: str, stage: str = "grpo") -
         report.problem(topic, f"{path} {what}: not gui_grounding data ({_DATA_HINT} writes it)")
         return
     first = _first_row(path, [c for c in (*_COLUMNS[stage], "agent_name") if c in columns])
-    chat, images = first.get("prompt" if stage == "grpo" else "messages"), first.get("images")
+    chat_column = "prompt" if stage == "grpo" else "messages"
+    chat, images = first.get(chat_column), first.get("images")
     text = " ".join(str(m.get("content", "")) for m in chat or [] if isinstance(m, dict))
     truth = (first.get("reward_model") or {}).get("ground_truth")
     box = truth.get("bbox") if isinstance(truth, dict) else truth
     problems = []
     if "<image>" not in text:
-        problems.append(f"the {'prompt' if stage == 'grpo' else 'messages'} have no `<image>` placeholder")
+        problems.append(f"the {chat_column} column has no `<image>` placeholder")
     if stage == "sft" and "<|pointer_pad|>" not in text:
         problems.append("the messages have no pointer action (`<|pointer_pad|>`) to train")
     if not images:
