@@ -5,9 +5,15 @@ JSON string, as in BFCL's question files) is present, the loop builds the system
 (`prompts.bfcl_system_prompt`) and keeps the row's user turn(s); otherwise `prompt` is used as is (data prep
 already called `prompts.bfcl_messages`).
 
+`system_prompt: row` (per run, per loop config or per sample in `extra_info.function_call`) keeps the row's own
+prompt even when `functions` is present: for data that brings its own (e.g. shorter) function docs; the
+functions still score the output.
+
 Target: `<think>...</think>\\n\\n[func_a(p=v), func_b(...)]`. One generation; the generated token ids are the
 response (mask 1). The loop classifies the output, it does not score it: the reward is BFCL's AST match in the
 reward-function path (`reward_fns/bfcl_ast.py`, which reads extra_info `functions`, `category`, `language`).
+Each decoded call is recorded as a tool call in the trace (`agent/num_tool_calls`), with no result: nothing is
+executed. A policy that scores without calling (irrelevance questions) shows up as reward without tool calls.
 
 Failure categories (trace.py taxonomy):
 - truncated_by_length: the generation hit its token limit before ending;
@@ -40,14 +46,19 @@ from agentic_verl.rewards.bfcl.decode import DecodeError, decode, strip_reasonin
 
 NAME = "function_call"
 LANGUAGES = ("python", "java", "javascript")
+SYSTEM_PROMPTS = ("bfcl", "row")  # build BFCL's system prompt from extra_info.functions | keep the row's prompt
 
 
 @dataclass
 class FunctionCallConfig:
     max_tokens: int = 1024  # also bounded by rollout.response_length
     language: str = "python"  # default when extra_info has no `language`
+    system_prompt: str = "bfcl"  # "bfcl": built from extra_info.functions; "row": the row's prompt as is
 
     def __post_init__(self):
+        if self.system_prompt not in SYSTEM_PROMPTS:
+            raise ValueError(f"unknown function_call system_prompt {self.system_prompt!r}; "
+                             f"known: {', '.join(SYSTEM_PROMPTS)}")
         if self.language not in LANGUAGES:
             raise ValueError(f"unknown function_call language {self.language!r}; known: {', '.join(LANGUAGES)}")
         if self.max_tokens < 1:
@@ -114,7 +125,8 @@ class FunctionCallAgentLoop(AgentLoopBase):
         language = str(extra_info.get("language") or cfg.language)
         request_id = uuid4().hex
         trace = TrajectoryTrace(request_id, agent_name=self.agent_name)
-        messages = build_messages(list(kwargs["raw_prompt"]), extra_info.get("functions"))
+        functions = extra_info.get("functions") if cfg.system_prompt == "bfcl" else None
+        messages = build_messages(list(kwargs["raw_prompt"]), functions)
         prompt_ids = await self.ct_build_initial_tokens(messages)
         traj = Trajectory(prompt_ids, self.response_length)
 
@@ -127,6 +139,9 @@ class FunctionCallAgentLoop(AgentLoopBase):
         calls, failure = classify(text, turn.hit_limit, language)
         if failure:
             trace.record_failure(failure)
+        for call in calls or []:  # decoded, never executed: counted in the trace's num_tool_calls metric
+            for name, arguments in call.items():
+                trace.add_tool_call(name, arguments, "", 0.0)
         result = AgentLoopOutput(
             **traj.output_fields(),
             num_turns=2,

@@ -57,6 +57,7 @@ def test_gold_output_with_real_chat_templates(which, request):
     assert info == {"calls": [{"get_weather": {"city": "Paris", "unit": "celsius"}}], "failure": None,
                     "has_think": True, "language": "python"}
     assert sum(v for k, v in out.extra_fields["agent_metrics"].items() if k.startswith("failure/")) == 0
+    assert out.extra_fields["agent_metrics"]["num_tool_calls"] == 1  # the decoded call counts as a tool call
     # the reward path: BFCL's AST match on the decoded response, as verl's reward manager would call it
     solution = tok.decode(out.response_ids, skip_special_tokens=True)
     assert bfcl_ast(solution, ANSWER, EXTRA_INFO)["score"] == 1.0
@@ -85,6 +86,7 @@ def test_failure_categories(name, script, fields, failure, qwen_dir, qwen_tokeni
     assert info["failure"] == failure and info["calls"] is None
     metrics = out.extra_fields["agent_metrics"]
     assert {k for k, v in metrics.items() if k.startswith("failure/") and v} == {f"failure/{failure}"}
+    assert metrics["num_tool_calls"] == 0
     check_token_invariants(out, server, tok)
     solution = tok.decode(out.response_ids, skip_special_tokens=True)
     assert bfcl_ast(solution, ANSWER, EXTRA_INFO)["score"] == 0.0
