@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "agentic_verl.commands.cpu_model",
     "agentic_verl.commands.cpu_cleanup",
     "agentic_verl.commands.preflight",
+    "agentic_verl.commands.demo",
 )
 
 

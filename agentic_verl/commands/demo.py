@@ -1,0 +1,79 @@
+"""`agentic-verl demo summary`: one demo run's stages and training -> OUT/summary.json and OUT/summary.md;
+`agentic-verl demo seeds`: several runs (seeds) -> a row per seed, the mean gain beside one question's worth,
+OUT/seeds.md and OUT/seeds.html (plots across seeds). docs/demo_report.md.
+
+    agentic-verl demo summary --method rag_r1 --seed 0 --out outputs/demo \\
+        --stage "before SFT=outputs/demo/eval/0_base/result.json@81" \\
+        --stage "after SFT=outputs/demo/eval/1_sft/result.json@260" \\
+        --training "GRPO=outputs/demo/logs/grpo_metrics.jsonl@480" \\
+        --stage "after GRPO=outputs/demo/eval/2_grpo/result.json@75"
+    agentic-verl demo seeds outputs/demo_seeds          # seed*/summary.json inside
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def register(subparsers) -> None:
+    from agentic_verl.demo.methods import METHODS
+
+    parser = subparsers.add_parser("demo", help="demo summaries: a table per run (summary) and across seeds (seeds)")
+    sub = parser.add_subparsers(dest="demo_command", metavar="ACTION")
+    p = sub.add_parser("summary", help="one run: each stage's evaluation result.json (+ training logs) -> "
+                                       "OUT/summary.json, OUT/summary.md and the table",
+                       description="A stage is LABEL=RESULT_JSON@SECONDS: an `agentic-verl eval qa|bfcl|screenspot` "
+                       "result.json (the kind is read from its shape), stages in their order, the first one being "
+                       "'before'. A training is LABEL=FILE_LOGGER_JSONL@SECONDS: verl's file-logger output "
+                       "(VERL_FILE_LOGGER_PATH) of a GRPO run, read for reward, response length and tool calls per "
+                       "step.")
+    p.add_argument("--method", required=True, choices=tuple(METHODS))
+    p.add_argument("--seed", required=True, type=int)
+    p.add_argument("--out", required=True, help="folder for summary.json and summary.md")
+    p.add_argument("--stage", action="append", required=True, metavar="LABEL=RESULT_JSON@SECONDS",
+                   help="an evaluated stage, in order (repeat)")
+    p.add_argument("--training", action="append", default=[], metavar="LABEL=FILE_LOGGER_JSONL@SECONDS",
+                   help="a GRPO run's verl file-logger output (repeat)")
+    p.add_argument("--seconds-total", type=float, default=None,
+                   help="the run's wall time (default: the sum of the stages' and trainings' seconds)")
+    p.set_defaults(handler=_summary)
+    p = sub.add_parser("seeds", help="several runs: a row per seed, the mean gain beside one question's worth, "
+                                     "OUT/seeds.md and OUT/seeds.html")
+    p.add_argument("inputs", nargs="+", help="a folder with seed*/summary.json, run folders, or summary.json files")
+    p.add_argument("--out", default=None, help="folder for seeds.md and seeds.html (default: the one input folder "
+                                               "holding seed*/)")
+    p.set_defaults(handler=_seeds)
+    parser.set_defaults(handler=lambda args: parser.print_help() or 2)
+
+
+def _summary(args) -> int:
+    from agentic_verl.demo.summary import build_summary, format_run_table, parse_spec, write_summary
+
+    stages = [parse_spec(text) for text in args.stage]
+    training = [parse_spec(text) for text in args.training]
+    summary = build_summary(args.method, args.seed, stages, training, seconds_total=args.seconds_total)
+    json_path, md_path = write_summary(summary, args.out)
+    print(format_run_table(summary))
+    print(f"\nwrote {json_path}, {md_path}")
+    return 0
+
+
+def _seeds(args) -> int:
+    from agentic_verl.demo.page import render_seeds_page
+    from agentic_verl.demo.seeds import format_seeds_markdown, load_summaries
+
+    out = args.out
+    if out is None:
+        folder = Path(args.inputs[0])
+        if len(args.inputs) != 1 or not folder.is_dir() or (folder / "summary.json").exists():
+            raise ValueError("--out is needed unless the one input is a folder with seed*/summary.json")
+        out = folder
+    summaries = load_summaries(args.inputs)
+    markdown = format_seeds_markdown(summaries)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "seeds.md").write_text(markdown + "\n", encoding="utf-8")
+    (out / "seeds.html").write_text(render_seeds_page(summaries), encoding="utf-8")
+    print(markdown)
+    print(f"\nwrote {out / 'seeds.md'}, {out / 'seeds.html'}")
+    return 0
