@@ -20,7 +20,9 @@ from agentic_verl.viewer.load import LoadResult, failures_of
 _MAX_IDS_SHOWN = 400  # token ids shown for a run when the dump has no decoded text
 
 
-def render_report(result: LoadResult, title: str = "agentic_verl trajectories") -> str:
+def render_report(result: LoadResult, title: str = "agentic_verl trajectories", plots: str = "") -> str:
+    """The page; `plots`: an HTML fragment shown above the trajectories (the demo's inline-SVG plots,
+    agentic_verl.demo.plots, whose text is escaped there)."""
     trajectories = result.trajectories
     filter_data = [
         {"id": f"t{i}", "reward": _reward(t), "failures": failures_of(t), "agent": str(t.get("agent_name", ""))}
@@ -34,6 +36,7 @@ def render_report(result: LoadResult, title: str = "agentic_verl trajectories") 
         "failure_options": _options([("", "any or none"), ("__none__", "no failure"), ("__any__", "any failure")]
                                     + [(c, c) for c in (*FAILURE_CATEGORIES, *seen_failures)]),
         "agent_options": _options([("", "all")] + [(a, a) for a in agents]),
+        "plots": plots,
         "problems": _problems(result),
         "body": "\n".join(_trajectory(f"t{i}", t) for i, t in enumerate(trajectories)),
         "data": script_json(filter_data),
