@@ -1,41 +1,56 @@
 #!/usr/bin/env bash
-# The demo (recipes/demo/run.sh) on several toy worlds, one per seed, and the table the README's "Demo" section
-# quotes: held-out EM before SFT / after SFT / after GRPO per seed, the RL gain, and the size of one question.
+# One method's demo on several seeds (one toy world each), then the table across them (`agentic-verl demo seeds`):
+# per seed one row with every stage's score (before / after SFT / after RL), the score by question kind, tool calls
+# per question and the truncation rate across the stages, and each stage's seconds; then the mean gain of the last
+# stage over the one before it and over the first, with its spread across seeds, beside one question's worth (1/n).
 #
-# Hardware: as the demo (2 CPU cores, ~12 GB RAM at the GRPO stage, no GPU, no network).
-# Runtime:  one `make demo` per seed, one after the other (16-18 min each on 2 cores; 51 min for 0 1 2).
-# Knobs:    SEEDS (default "0 1 2"), OUT (default outputs/demo_seeds); every knob of run.sh passes through.
+#   SEEDS="0 1 2" OUT=outputs/demo_seeds bash recipes/demo/seeds.sh [METHOD]
+#
+# METHOD:   rag_r1 (default; recipes/demo/run.sh, `make demo`), funreason (recipes/funreason/demo.sh),
+#           v2p (recipes/v2p/demo.sh). Each demo writes $OUT/seed<N>/summary.json (`agentic-verl demo summary`).
+# Hardware: as the method's demo (2 CPU cores, no GPU, no network; rag_r1 needs ~12 GB RAM at the GRPO stage).
+# Runtime:  one demo per seed, one after the other (rag_r1: 16-18 min each on 2 cores, 51 min for 0 1 2; the other
+#           demos: see their headers).
+# Output:   $OUT/seed<N>/ (each run, with summary.json and report.html), $OUT/seeds.md, $OUT/seeds.html (the table
+#           and the plots across seeds; docs/demo_report.md).
+# Knobs:    SEEDS (default "0 1 2"), OUT (default outputs/demo_seeds for rag_r1, outputs/demo_seeds_<METHOD>
+#           otherwise), DEMO_SCRIPT (run this script instead of the method's demo, e.g. a variant of it); every knob of
+#           the demo script passes through.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 
+KNOWN="rag_r1 funreason v2p"
+if (( $# > 1 )); then
+    echo "usage: SEEDS=\"0 1 2\" OUT=DIR bash recipes/demo/seeds.sh [METHOD]  (METHOD: one of $KNOWN)" >&2
+    exit 2
+fi
+METHOD=${1:-rag_r1}
+case "$METHOD" in
+    rag_r1)    DEMO=recipes/demo/run.sh;        DEFAULT_OUT=outputs/demo_seeds ;;
+    funreason) DEMO=recipes/funreason/demo.sh;  DEFAULT_OUT=outputs/demo_seeds_funreason ;;
+    v2p)       DEMO=recipes/v2p/demo.sh;        DEFAULT_OUT=outputs/demo_seeds_v2p ;;
+    *) echo "seeds.sh: unknown method '$METHOD'; known: $KNOWN" >&2; exit 2 ;;
+esac
+DEMO=${DEMO_SCRIPT:-$DEMO}
 SEEDS=${SEEDS:-0 1 2}
-OUT=${OUT:-outputs/demo_seeds}
+OUT=${OUT:-$DEFAULT_OUT}
+AGENTIC_VERL=${AGENTIC_VERL:-$ROOT/.venv/bin/agentic-verl}
 
+[[ -f "$DEMO" ]] || { echo "seeds.sh: the $METHOD demo script $DEMO does not exist" >&2; exit 2; }
+[[ -n "${SEEDS// /}" ]] || { echo "seeds.sh: SEEDS is empty" >&2; exit 2; }
+RUNS=()
 for seed in $SEEDS; do
-    echo "==================== seed $seed -> $OUT/seed$seed"
-    SEED=$seed OUT="$OUT/seed$seed" bash recipes/demo/run.sh
+    [[ "$seed" =~ ^[0-9]+$ ]] || { echo "seeds.sh: SEEDS must be non-negative integers, got '$seed'" >&2; exit 2; }
+    RUNS+=("$OUT/seed$seed")
 done
 
-"$ROOT/.venv/bin/python" - "$OUT" $SEEDS <<'PY' | tee "$OUT/seeds.md"
-import json, statistics, sys
-out, seeds = sys.argv[1], sys.argv[2:]
-rows = []
-for seed in seeds:
-    base, sft, rl = (json.load(open(f"{out}/seed{seed}/eval/{stage}/result.json"))["summary"]
-                     for stage in ("0_base", "1_sft", "2_grpo"))
-    hop = lambda s, h: s["em_by_hops"].get(h, {}).get("em", float("nan"))
-    rows.append({"seed": seed, "n": sft["n"], "before": base["em"], "sft": sft["em"], "rl": rl["em"],
-                 "gain": rl["em"] - sft["em"], "questions": round((rl["em"] - sft["em"]) * sft["n"]),
-                 "hop1": (hop(sft, "1"), hop(rl, "1")), "hop2": (hop(sft, "2"), hop(rl, "2")),
-                 "searches": (sft["searches_per_question"], rl["searches_per_question"])})
-arrow = lambda pair: f"{pair[0]:.3f} -> {pair[1]:.3f}"
-print("| seed | n | before SFT | after SFT | after GRPO | GRPO - SFT | in questions | EM 1-hop | EM 2-hop | searches/q |")
-print("|---|---|---|---|---|---|---|---|---|---|")
-for r in rows:
-    print(f"| {r['seed']} | {r['n']} | {r['before']:.3f} | {r['sft']:.3f} | {r['rl']:.3f} | {r['gain']:+.3f} | "
-          f"{r['questions']:+d} | {arrow(r['hop1'])} | {arrow(r['hop2'])} | {r['searches'][0]:.2f} -> {r['searches'][1]:.2f} |")
-mean = lambda key: statistics.fmean(r[key] for r in rows)
-print(f"| mean | | {mean('before'):.3f} | {mean('sft'):.3f} | {mean('rl'):.3f} | {mean('gain'):+.3f} | | | | |")
-print(f"\none question = {1 / rows[0]['n']:.3f} EM")
-PY
+for seed in $SEEDS; do
+    echo "==================== $METHOD seed $seed -> $OUT/seed$seed"
+    SEED=$seed OUT="$OUT/seed$seed" bash "$DEMO"
+    [[ -f "$OUT/seed$seed/summary.json" ]] || {
+        echo "seeds.sh: $DEMO did not write $OUT/seed$seed/summary.json (agentic-verl demo summary)" >&2; exit 1; }
+done
+
+echo "==================== $METHOD: ${#RUNS[@]} seed(s)"
+"$AGENTIC_VERL" demo seeds "${RUNS[@]}" --out "$OUT"
