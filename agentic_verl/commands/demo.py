@@ -42,6 +42,7 @@ def register(subparsers) -> None:
     p.add_argument("inputs", nargs="+", help="a folder with seed*/summary.json, run folders, or summary.json files")
     p.add_argument("--out", default=None, help="folder for seeds.md and seeds.html (default: the one input folder "
                                                "holding seed*/)")
+    p.add_argument("--method", choices=tuple(METHODS), default=None, help="fail unless every run is this method's")
     p.set_defaults(handler=_seeds)
     parser.set_defaults(handler=lambda args: parser.print_help() or 2)
 
@@ -68,7 +69,7 @@ def _seeds(args) -> int:
         if len(args.inputs) != 1 or not folder.is_dir() or (folder / "summary.json").exists():
             raise ValueError("--out is needed unless the one input is a folder with seed*/summary.json")
         out = folder
-    summaries = load_summaries(args.inputs)
+    summaries = load_summaries(args.inputs, method=args.method)
     markdown = format_seeds_markdown(summaries)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -39,11 +39,14 @@ def summary_paths(inputs: list[str]) -> list[Path]:
     return paths
 
 
-def load_summaries(inputs: list[str]) -> list[dict]:
-    """The summaries, sorted by seed, checked to be comparable (one method, the same stages in the same order)."""
+def load_summaries(inputs: list[str], method: str | None = None) -> list[dict]:
+    """The summaries, sorted by seed, checked to be comparable (one method, `method` when given, the same stages in
+    the same order)."""
     paths = summary_paths(inputs)
     summaries = sorted((load_summary(p) | {"_path": str(p)} for p in paths), key=lambda s: s["seed"])
     first = summaries[0]
+    if method is not None and first["method"] != method:
+        raise ValueError(f"{first['_path']} is a {first['method']} run, not {method}")
     labels = [s["label"] for s in first["stages"]]
     for s in summaries[1:]:
         if s["method"] != first["method"]:

@@ -62,11 +62,11 @@ def stage_record(label: str, path: str | Path, seconds: float | None) -> dict:
     kind = detect_kind(result, str(path))
     try:
         fields = ADAPTERS[kind](result)
-    except (KeyError, TypeError, ZeroDivisionError) as exc:
+    except ZeroDivisionError:  # every adapter divides by the number of questions
+        raise ValueError(f"{path}: the evaluation has no questions (n = 0)") from None
+    except (KeyError, TypeError) as exc:
         raise ValueError(f"{path}: a {kind} result without the fields its adapter reads "
                          f"({type(exc).__name__}: {exc})") from None
-    if fields["n"] == 0:
-        raise ValueError(f"{path}: the evaluation has no questions (n = 0)")
     return {"label": label, "eval": kind, **fields, "seconds": seconds, "source": str(path)}
 
 

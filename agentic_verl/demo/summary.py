@@ -38,7 +38,7 @@ def parse_spec(text: str) -> tuple[str, str, float]:
         raise ValueError(f"{text!r}: SECONDS must be a number of seconds, got {seconds!r}") from None
     if not value >= 0:
         raise ValueError(f"{text!r}: SECONDS must be >= 0, got {seconds!r}")
-    return label.strip(), path, value
+    return label.strip(), path.strip(), value
 
 
 def build_summary(method: str, seed: int, stages: list[tuple[str, str, float]],

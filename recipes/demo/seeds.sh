@@ -53,4 +53,4 @@ for seed in $SEEDS; do
 done
 
 echo "==================== $METHOD: ${#RUNS[@]} seed(s)"
-"$AGENTIC_VERL" demo seeds "${RUNS[@]}" --out "$OUT"
+"$AGENTIC_VERL" demo seeds "${RUNS[@]}" --out "$OUT" --method "$METHOD"
