@@ -41,7 +41,13 @@ def load_result(path: str | Path) -> dict:
 
 
 def detect_kind(result: dict, source: str = "result") -> str:
-    """Which evaluation wrote `result`: "qa", "bfcl" or "screenspot" (from its shape)."""
+    """Which evaluation wrote `result`: "qa", "bfcl" or "screenspot" (from its shape).
+
+    >>> detect_kind({"summary": {"em_by_hops": {}}, "questions": []})
+    'qa'
+    >>> detect_kind({"summary": {}, "questions": [], "categories": {}}), detect_kind({"summary": {}, "samples": [], "benchmarks": {}})
+    ('bfcl', 'screenspot')
+    """
     summary = result.get("summary")
     if isinstance(summary, dict):
         if isinstance(result.get("questions"), list) and "em_by_hops" in summary:
