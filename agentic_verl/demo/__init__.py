@@ -5,10 +5,10 @@ from agentic_verl.demo.methods import METHODS, get_method
 from agentic_verl.demo.page import render_seeds_page
 from agentic_verl.demo.plots import run_plots, seeds_plots
 from agentic_verl.demo.seeds import format_seeds_markdown, gains, load_summaries
-from agentic_verl.demo.stages import SIZE_BUCKETS, detect_kind, stage_record
+from agentic_verl.demo.stages import detect_kind, stage_record
 from agentic_verl.demo.summary import build_summary, format_run_table, load_summary, parse_spec, write_summary
 from agentic_verl.demo.training import training_record
 
-__all__ = ["METHODS", "SIZE_BUCKETS", "build_summary", "detect_kind", "format_run_table", "format_seeds_markdown",
+__all__ = ["METHODS", "build_summary", "detect_kind", "format_run_table", "format_seeds_markdown",
            "gains", "get_method", "load_summaries", "load_summary", "parse_spec", "render_seeds_page", "run_plots",
            "seeds_plots", "stage_record", "training_record", "write_summary"]

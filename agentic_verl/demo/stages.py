@@ -11,7 +11,7 @@ wrote and nothing else:
 - bfcl (`agentic-verl eval bfcl`, eval/bfcl_eval.py): AST accuracy over all questions; by BFCL category; the calls
   each output decodes to (BFCL's decoder, after the reasoning; 0 when nothing decodes); `finish_reason` "length".
 - screenspot (`agentic-verl eval screenspot`, eval/screenspot.py): click-in-box accuracy; by the target's size
-  (SIZE_BUCKETS); the share of samples with a parsed click; the share whose text hit the token limit, where the
+  (gui/sizes.py: the box's share of the screenshot's area); the share of samples with a parsed click; the share whose text hit the token limit, where the
   sample record says so (`truncated: true` or `finish_reason: "length"`), else 0.
 """
 
@@ -21,8 +21,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-# Target-box area as a share of the screenshot's area -> size bucket (the first bound it is below).
-SIZE_BUCKETS = ((0.01, "small"), (0.04, "medium"), (float("inf"), "large"))
+from agentic_verl.gui.sizes import SIZE_BUCKETS, size_bucket
 
 
 def load_result(path: str | Path) -> dict:
@@ -104,24 +103,12 @@ def _bfcl(result: dict) -> dict:
             "truncation_rate": sum(r.get("finish_reason") == "length" for r in records) / n}
 
 
-def size_bucket(bbox, image_size) -> str:
-    """The bucket of a target box (x1, y1, x2, y2) on an image of (width, height) pixels.
-
-    >>> size_bucket([0, 0, 20, 20], [336, 224]), size_bucket([0, 0, 40, 40], [336, 224]), size_bucket([0, 0, 100, 80], [336, 224])
-    ('small', 'medium', 'large')
-    """
-    x1, y1, x2, y2 = (float(v) for v in bbox)
-    share = max(x2 - x1, 0.0) * max(y2 - y1, 0.0) / (float(image_size[0]) * float(image_size[1]))
-    return next(name for bound, name in SIZE_BUCKETS if share < bound)
-
-
 def _screenspot(result: dict) -> dict:
     records = result["samples"]
     n = len(records)
     by_size = _share_by(records, lambda r: size_bucket(r["bbox"], r["image_size"]), lambda r: bool(r["hit"]))
-    order = [name for _, name in SIZE_BUCKETS]
     return {"score": sum(bool(r["hit"]) for r in records) / n, "n": n,
-            "by_kind": {name: by_size[name] for name in order if name in by_size},
+            "by_kind": {name: by_size[name] for name in SIZE_BUCKETS if name in by_size},
             "tool_calls_per_question": sum(r.get("point") is not None for r in records) / n,
             "truncation_rate": sum(bool(r.get("truncated")) or r.get("finish_reason") == "length"
                                    for r in records) / n}

@@ -7,7 +7,8 @@ import json
 import pytest
 from demo_helpers import qa_question, write_bfcl, write_qa, write_screenspot
 
-from agentic_verl.demo.stages import SIZE_BUCKETS, detect_kind, load_result, size_bucket, stage_record
+from agentic_verl.demo.stages import detect_kind, load_result, stage_record
+from agentic_verl.gui.sizes import MEDIUM_BELOW, SIZE_BUCKETS, SMALL_BELOW, size_bucket
 
 
 def test_qa_result_gives_em_by_hops_searches_and_truncation(tmp_path):
@@ -55,7 +56,7 @@ def test_screenspot_result_gives_accuracy_by_size_clicks_and_truncation(tmp_path
     assert record["eval"] == "screenspot" and record["n"] == 5
     assert record["score"] == pytest.approx(3 / 5)
     assert record["by_kind"] == pytest.approx({"small": 1 / 2, "medium": 1.0, "large": 1 / 2})
-    assert list(record["by_kind"]) == [name for _, name in SIZE_BUCKETS]  # small, medium, large in that order
+    assert list(record["by_kind"]) == list(SIZE_BUCKETS)  # small, medium, large in that order
     assert record["tool_calls_per_question"] == pytest.approx(4 / 5)  # one sample without a click
     assert record["truncation_rate"] == pytest.approx(2 / 5)
 
@@ -66,7 +67,7 @@ def test_screenspot_without_a_truncation_field_counts_none(tmp_path):
 
 
 def test_size_buckets_follow_the_stated_area_thresholds():
-    (small_bound, _), (medium_bound, _), _ = SIZE_BUCKETS
+    small_bound, medium_bound = SMALL_BELOW, MEDIUM_BELOW
     width, height = 1000, 100  # area 100,000 px: a box of area `share * 100000` px
     for share, bucket in [(small_bound * 0.99, "small"), (small_bound, "medium"), (medium_bound * 0.99, "medium"),
                           (medium_bound, "large"), (0.5, "large")]:
