@@ -11,8 +11,9 @@ wrote and nothing else:
 - bfcl (`agentic-verl eval bfcl`, eval/bfcl_eval.py): AST accuracy over all questions; by BFCL category; the calls
   each output decodes to (BFCL's decoder, after the reasoning; 0 when nothing decodes); `finish_reason` "length".
 - screenspot (`agentic-verl eval screenspot`, eval/screenspot.py): click-in-box accuracy; by the target's size
-  (gui/sizes.py: the box's share of the screenshot's area); the share of samples with a parsed click; the share whose text hit the token limit, where the
-  sample record says so (`truncated: true` or `finish_reason: "length"`), else 0.
+  (gui/sizes.py: the box's share of the screenshot's area); the share of samples with a parsed click; the share
+  whose text hit the token limit, where the sample record says so (`truncated: true` or `finish_reason: "length"`),
+  else 0.
 """
 
 from __future__ import annotations
