@@ -1,5 +1,6 @@
 """`agentic-verl data fc`: function-calling records (BFCL v4 entries, xLAM / APIGen JSON) -> verl SFT and RL parquet
-for the FunReason recipes (recipes/funreason/).
+for the FunReason recipes (recipes/funreason/); `agentic-verl data fc-toy-world`: invented APIs and BFCL-format
+questions about them (the FunReason miniature, recipes/funreason/demo.sh).
 
 Registered under the `data` group by `agentic_verl/commands/data.py`.
 """
@@ -42,6 +43,21 @@ def register_subcommands(sub) -> None:
     )
     p.set_defaults(handler=_fc)
 
+    p = sub.add_parser(
+        "fc-toy-world",
+        help="invented APIs + BFCL-format questions (simple, multiple, parallel, irrelevance) with gold calls",
+        description="Writes OUT/apis.json and, per split (train / dev / test, on disjoint APIs), "
+        "OUT/<split>/BFCL_v4_<category>.json and possible_answer/ files that `data fc` and `eval bfcl "
+        "--questions` read. The same seed and sizes give byte-identical files.",
+    )
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--apis", type=int, nargs=3, default=[24, 8, 8], metavar=("TRAIN", "DEV", "TEST"),
+                   help="APIs per split (default 24 8 8)")
+    p.add_argument("--questions", type=int, nargs=3, default=[64, 12, 12], metavar=("TRAIN", "DEV", "TEST"),
+                   help="questions per kind in each split (default 64 12 12)")
+    p.set_defaults(handler=_fc_toy_world)
+
 
 def _fc(args) -> int:
     from agentic_verl.data.fc_parquet import convert
@@ -62,4 +78,17 @@ def _fc(args) -> int:
     )
     if stats["dropped"]:
         print("dropped: " + json.dumps(stats["dropped"]))
+    return 0
+
+
+def _fc_toy_world(args) -> int:
+    from agentic_verl.data.fc_toy_world import build_world, write_world
+
+    world = build_world(args.seed, apis=tuple(args.apis), questions=tuple(args.questions))
+    written = write_world(world, args.out)
+    sizes = ", ".join(f"{split} {len(world.questions[split])} questions on {n} APIs"
+                      for split, n in zip(("train", "dev", "test"), args.apis, strict=True))
+    print(f"fc toy world (seed {args.seed}): {sizes} -> {args.out}")
+    for split in ("train", "dev", "test"):
+        print(f"  {split:5s} " + " ".join(str(path) for path in written[split]))
     return 0

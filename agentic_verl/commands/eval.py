@@ -135,9 +135,13 @@ def _add_bfcl(sub) -> None:
     p = sub.add_parser("bfcl", help="BFCL's AST and relevance categories (FunReason's evaluation): Non-Live AST, "
                                     "Live, Overall beside the published rows, accuracy and error types per category")
     add_model_source(p)
-    p.add_argument("--categories", nargs="+", default=["all"], metavar="CATEGORY",
+    p.add_argument("--categories", nargs="+", default=None, metavar="CATEGORY",
                    help=f"categories or groups ({', '.join(GROUPS)}; default all): {', '.join(CATEGORIES)}")
-    p.add_argument("--limit", type=int, default=None, help="first N questions of each category")
+    p.add_argument("--questions", nargs="+", default=[], metavar="FILE",
+                   help="our own BFCL-format question files instead of the bfcl-eval package's (JSON lines named "
+                        "BFCL_v4_<category>.json, possible answers in possible_answer/<same name> beside them; "
+                        "`agentic-verl data fc-toy-world` writes them); not with --categories")
+    p.add_argument("--limit", type=int, default=None, help="first N questions of each category (or file)")
     p.add_argument("--out", default=None, help="folder for result.json and table.md")
     p.add_argument("--label", default="", help="name of this run in the table (default: the model's name)")
     p.add_argument("--prompt", choices=PROMPTS, default=default("prompt"),
@@ -162,9 +166,9 @@ def _bfcl(args) -> int:
         raise SystemExit("--model-name goes with --endpoint (an in-process --model is named by its folder)")
     settings = BFCLEvalSettings(
         model=args.model, endpoint=args.endpoint, model_name=args.model_name, tokenizer=args.tokenizer,
-        engine=args.engine, categories=args.categories, limit=args.limit, label=args.label, prompt=args.prompt,
-        temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens, concurrency=args.concurrency,
-        dtype=args.dtype, seed=args.seed)
+        engine=args.engine, categories=args.categories, questions=args.questions, limit=args.limit, label=args.label,
+        prompt=args.prompt, temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
+        concurrency=args.concurrency, dtype=args.dtype, seed=args.seed)
     result = evaluate(settings)
     print(format_paper_table(result), format_category_table(result), sep="\n\n")
     if args.out:

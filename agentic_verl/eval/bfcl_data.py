@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import json
 from importlib import resources
+from pathlib import Path
 
 from agentic_verl.rewards.bfcl import AST_CATEGORIES, RELEVANCE_CATEGORIES, language_of
 
@@ -69,16 +70,44 @@ def load_questions(categories, limit: int | None = None) -> list[dict]:
     data = _data_dir()
     questions = []
     for category in resolve_categories(categories):
-        entries = _read_jsonl(data / f"{_VERSION}_{category}.json")[:limit]
-        answers = {}
-        answer_file = data / "possible_answer" / f"{_VERSION}_{category}.json"
-        if answer_file.is_file():
-            answers = {entry["id"]: entry["ground_truth"] for entry in _read_jsonl(answer_file)}
-        for entry in entries:
-            if category in AST_CATEGORIES and entry["id"] not in answers:
-                raise ValueError(f"{entry['id']} has no possible answer in {answer_file}")
-            questions.append({"id": entry["id"], "category": category, "turns": entry["question"][0],
-                              "functions": entry["function"], "possible_answer": answers.get(entry["id"])})
+        questions += _read_questions(Path(str(data / f"{_VERSION}_{category}.json")), category, limit)
+    return questions
+
+
+def load_question_files(paths, limit: int | None = None) -> list[dict]:
+    """`load_questions`'s records from our own BFCL-format files (`agentic-verl data fc-toy-world` writes them):
+    JSON lines named `BFCL_v<N>_<category>.json` (the category decides the checking rules), possible answers in
+    `possible_answer/<same name>` beside each file; the first `limit` of each file."""
+    from agentic_verl.data.function_calling import bfcl_category
+
+    questions = []
+    for path in map(Path, paths):
+        category = bfcl_category("", path)
+        if category not in CATEGORIES:
+            raise ValueError(f"{path}: cannot tell the BFCL category from the file name; name it "
+                             f"BFCL_v4_<category>.json with a category of {', '.join(CATEGORIES)}")
+        if not path.is_file():
+            raise FileNotFoundError(f"BFCL question file not found: {path}")
+        questions += _read_questions(path, category, limit)
+    ids = [q["id"] for q in questions]
+    if len(set(ids)) != len(ids):
+        raise ValueError("question ids repeat across the --questions files (each file once, ids unique)")
+    return questions
+
+
+def _read_questions(path: Path, category: str, limit: int | None) -> list[dict]:
+    """One category's question file, with the possible answers of `possible_answer/<same name>` beside it."""
+    entries = _read_jsonl(path)[:limit]
+    answers = {}
+    answer_file = path.parent / "possible_answer" / path.name
+    if answer_file.is_file():
+        answers = {entry["id"]: entry["ground_truth"] for entry in _read_jsonl(answer_file)}
+    questions = []
+    for entry in entries:
+        if category in AST_CATEGORIES and entry["id"] not in answers:
+            raise ValueError(f"{entry['id']} has no possible answer in {answer_file}")
+        questions.append({"id": entry["id"], "category": category, "turns": entry["question"][0],
+                          "functions": entry["function"], "possible_answer": answers.get(entry["id"])})
     return questions
 
 

@@ -5,7 +5,8 @@
 
 Questions: BFCL v4's AST categories (simple_python / java / javascript, multiple, parallel, parallel_multiple and
 their live_ counterparts) and irrelevance / live_irrelevance / live_relevance, read from the `bfcl-eval`
-package (`bfcl_data.py`), the first `limit` of each category. Prompt: BFCL's prompting-mode system prompt over
+package (`bfcl_data.py`), the first `limit` of each category; or our own BFCL-format question files
+(`questions`, e.g. the function-calling toy world's), each file one category, scored and aggregated the same way. Prompt: BFCL's prompting-mode system prompt over
 the function docs as BFCL builds them (or this repository's FunReason training prompt), then the question's
 turn, through the tokenizer's chat template. Generation: an in-process engine (`--model DIR`: `engine="vllm"`
 or `"hf"`, `agentic_verl.generation`) or an OpenAI-compatible server (`--endpoint URL --model-name NAME`),
@@ -21,7 +22,9 @@ reasoning-model handlers do). Aggregates, as FunReason (arXiv 2505.20192) report
   live_irrelevance and live_relevance together (count-weighted);
 - Overall: (Non-Live AST + Live) / 2.
 An aggregate over only some of its categories (`--categories`, or a category left out) is marked partial.
-Every failed question keeps BFCL's error type; the category table counts them.
+Every failed question keeps BFCL's error type; the category table counts them. Beside these: accuracy over all
+questions, the share of outputs cut at the token limit, and calls per question (the calls that decode, 0 when none
+does), overall and per category.
 """
 
 from __future__ import annotations
@@ -32,10 +35,18 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from agentic_verl.eval.bfcl_data import LIVE, NON_LIVE_AST, PROMPTS, build_messages, load_questions, resolve_categories
+from agentic_verl.eval.bfcl_data import (
+    LIVE,
+    NON_LIVE_AST,
+    PROMPTS,
+    build_messages,
+    load_question_files,
+    load_questions,
+    resolve_categories,
+)
 from agentic_verl.eval.output import write_run
 from agentic_verl.eval.published import FUNREASON_BFCL
-from agentic_verl.rewards.bfcl import ast_match, language_of
+from agentic_verl.rewards.bfcl import DecodeError, ast_match, decode, language_of
 
 SIMPLE = ("simple_python", "simple_java", "simple_javascript")
 NON_LIVE_GROUPS = (("simple", SIMPLE), ("multiple", ("multiple",)), ("parallel", ("parallel",)),
@@ -50,7 +61,8 @@ class BFCLEvalSettings:
     model_name: str | None = None  # ... serving this model name
     tokenizer: str | None = None  # the model's tokenizer (default: model, or model_name)
     engine: str = "vllm"  # in-process engine: "vllm" | "hf" (agentic_verl.generation.ENGINES)
-    categories: list[str] = field(default_factory=lambda: ["all"])  # names or groups (bfcl_data.GROUPS)
+    categories: list[str] | None = None  # names or groups (bfcl_data.GROUPS); None: all (or the files' own)
+    questions: list[str] = field(default_factory=list)  # our own BFCL-format question files, instead of bfcl-eval's
     limit: int | None = None  # first N questions of each category
     label: str = ""
     prompt: str = "bfcl"  # "bfcl": BFCL's prompting system prompt; "funreason": this repo's training prompt
@@ -62,7 +74,11 @@ class BFCLEvalSettings:
     seed: int = 0
 
     def __post_init__(self):
-        self.categories = resolve_categories(self.categories)
+        self.questions = [str(path) for path in self.questions]
+        if self.questions and self.categories is not None:
+            raise ValueError("give question files (--questions) or categories (--categories), not both: a question "
+                             "file's category is in its name")
+        self.categories = None if self.questions else resolve_categories(self.categories or ["all"])
         if (self.model is None) == (self.endpoint is None):
             raise ValueError("give exactly one of a model folder (--model) or an endpoint (--endpoint)")
         if self.endpoint is not None and not self.model_name:
@@ -88,7 +104,10 @@ def evaluate(settings: BFCLEvalSettings, engine=None) -> dict:
     from agentic_verl.eval.qa_eval import _dtype, load_tokenizer
 
     # everything that can be wrong with the inputs fails here, before an engine starts (~1 min for vLLM)
-    questions = load_questions(settings.categories, settings.limit)
+    if settings.questions:
+        questions = load_question_files(settings.questions, settings.limit)
+    else:
+        questions = load_questions(settings.categories, settings.limit)
     tokenizer = load_tokenizer(settings.tokenizer_path)
     prompts = [prompt_ids(tokenizer, build_messages(q, settings.prompt)) for q in questions]
     if engine is not None:
@@ -151,15 +170,30 @@ async def _evaluate(s: BFCLEvalSettings, engine, tokenizer, questions: list[dict
 
 
 def score(questions: list[dict], outputs: list[str]) -> list[dict]:
-    """One record per question: its output and the official-compatible verdict (`ast_match` defaults)."""
+    """One record per question: its output, the official-compatible verdict (`ast_match` defaults) and the number
+    of calls the output decodes to."""
     records = []
     for question, output in zip(questions, outputs, strict=True):
         category = question["category"]
         verdict = ast_match(output, question["functions"], question["possible_answer"], category,
                             language_of(category))
         records.append({"id": question["id"], "category": category, "output": output, "valid": verdict["valid"],
-                        "error_type": verdict["error_type"], "errors": verdict["errors"][:1]})
+                        "error_type": verdict["error_type"], "errors": verdict["errors"][:1],
+                        "calls": count_calls(output, language_of(category))})
     return records
+
+
+def count_calls(output: str, language: str = "python") -> int:
+    """Calls in `output` as BFCL decodes it (after the last `</think>`); 0 when it does not decode.
+
+    >>> count_calls("<think>two</think>\\n\\n[f(a=1), f(a=2)]"), count_calls("No function fits.")
+    (2, 0)
+    """
+    try:
+        calls = decode(output, language)
+    except (DecodeError, RecursionError, MemoryError):
+        return 0
+    return len(calls) if isinstance(calls, list) else 0
 
 
 def summarize(records: list[dict]) -> dict:
@@ -168,11 +202,18 @@ def summarize(records: list[dict]) -> dict:
     for category in dict.fromkeys(r["category"] for r in records):
         group = [r for r in records if r["category"] == category]
         errors = Counter(r["error_type"] for r in group if not r["valid"])
-        categories[category] = {"n": len(group), "correct": sum(r["valid"] for r in group),
-                                "accuracy": sum(r["valid"] for r in group) / len(group),
-                                "truncated": sum(r.get("finish_reason") == "length" for r in group),
-                                "errors": dict(errors.most_common())}
-    return {"summary": {"n": len(records), **aggregate(categories)}, "categories": categories, "questions": records}
+        categories[category] = {**_counts(group), "errors": dict(errors.most_common())}
+    return {"summary": {**_counts(records), **aggregate(categories)}, "categories": categories, "questions": records}
+
+
+def _counts(records: list[dict]) -> dict:
+    """n, correct, accuracy, truncated (outputs cut at the token limit), truncation_rate, calls_per_question."""
+    n = len(records)
+    truncated = sum(r.get("finish_reason") == "length" for r in records)
+    correct = sum(r["valid"] for r in records)
+    return {"n": n, "correct": correct, "accuracy": correct / n if n else None, "truncated": truncated,
+            "truncation_rate": truncated / n if n else None,
+            "calls_per_question": sum(r.get("calls", 0) for r in records) / n if n else None}
 
 
 def aggregate(categories: dict[str, dict]) -> dict:
@@ -226,12 +267,22 @@ def format_paper_table(result: dict) -> str:
 
 
 def format_category_table(result: dict, top: int = 3) -> str:
-    """Per category: n, accuracy, outputs cut at the token limit, and the most frequent error types."""
-    lines = ["| category | n | accuracy | truncated | errors (most frequent) |", "|---|---|---|---|---|"]
-    for category, c in result["categories"].items():
+    """Per category, then all questions: n, accuracy, outputs cut at the token limit, calls per question, and the
+    most frequent error types."""
+    lines = ["| category | n | accuracy | truncated | calls/question | errors (most frequent) |",
+             "|---|---|---|---|---|---|"]
+    rows = [*result["categories"].items()]
+    if len(rows) > 1:
+        errors = Counter()
+        for c in result["categories"].values():
+            errors.update(c["errors"])
+        rows.append(("all", {**result["summary"], "errors": dict(errors.most_common())}))
+    for category, c in rows:
         errors = ", ".join(f"{name} {count}" for name, count in list(c["errors"].items())[:top]) or "-"
         more = len(c["errors"]) - top
-        lines.append(f"| {category} | {c['n']} | {_pct(c['accuracy'])} | {c.get('truncated', 0)} | {errors}"
+        calls = c.get("calls_per_question")
+        lines.append(f"| {category} | {c['n']} | {_pct(c.get('accuracy'))} | {c.get('truncated', 0)} | "
+                     f"{'-' if calls is None else f'{calls:.2f}'} | {errors}"
                      + (f" (+{more} more types)" if more > 0 else "") + " |")
     return "\n".join(lines)
 

@@ -144,7 +144,13 @@ def test_gold_policy_scores_every_category_fully(smollm2_dir, smollm2_tokenizer,
     assert "<|im_start|>system\nYou are an expert in composing functions." in java
     assert "Note that the provided function is in Java 8 SDK syntax." in java
     assert "| gold (n=26) | 100.00 | 100.00 | 100.00 |" in format_paper_table(result)
-    assert "| live_relevance | 2 | 100.00 | 0 | - |" in format_category_table(result)
+    table = format_category_table(result)
+    assert "| live_relevance | 2 | 100.00 | 0 | 1.00 | - |" in table and "| irrelevance | 2 | 100.00 | 0 | 0.00 | - |" in table
+    # all questions: 26 right; calls as the gold outputs make them (parallel ones several, irrelevance none)
+    n_calls = sum(len(gold_calls(q["possible_answer"])) if q["possible_answer"] else q["category"] == "live_relevance"
+                  for q in load_questions(CATEGORIES, limit=2))
+    assert (s["accuracy"], s["truncation_rate"], s["calls_per_question"]) == (1.0, 0.0, n_calls / 26)
+    assert f"| all | 26 | 100.00 | 0 | {n_calls / 26:.2f} | - |" in table
 
 
 def test_eval_bfcl_end_to_end_with_smollm2_on_cpu(smollm2_dir, tmp_path, capsys):
@@ -203,3 +209,65 @@ def test_recipe_passes_flags_the_command_accepts(tmp_path):
     assert (args.eval_command, args.model, args.engine, args.limit) == ("bfcl", "/models/funreason", "vllm", 3)
     assert args.categories == ["simple_python", "live"] and args.prompt == "bfcl" and args.max_tokens == 512
     assert args.out == "outputs/eval/bfcl_funreason" and args.label == "funreason"
+
+
+def _tiny_question_files(folder: Path) -> list[Path]:
+    """Two BFCL-format files as `data fc-toy-world` writes them: one simple question, one irrelevance question."""
+    function = {"name": "book_drathel", "description": "Books a drathel.",
+                "parameters": {"type": "dict", "properties": {"vorkal": {"type": "integer", "description": "n"}},
+                               "required": ["vorkal"]}}  # fmt: skip
+    (folder / "possible_answer").mkdir(parents=True)
+    simple, irrelevance = folder / "BFCL_v4_simple_python.json", folder / "BFCL_v4_irrelevance.json"
+    ask = [[{"role": "user", "content": "Book a drathel with 12 vorkals."}]]
+    simple.write_text(json.dumps({"id": "t_simple_0", "question": ask, "function": [function]}) + "\n")
+    (folder / "possible_answer" / simple.name).write_text(
+        json.dumps({"id": "t_simple_0", "ground_truth": [{"book_drathel": {"vorkal": [12]}}]}) + "\n")
+    ask = [[{"role": "user", "content": "Paint a moshel."}]]
+    irrelevance.write_text(json.dumps({"id": "t_irrelevance_0", "question": ask, "function": [function]}) + "\n")
+    return [simple, irrelevance]
+
+
+class ScriptedEngine:
+    """The engines' `generate`, answering from a fixed {request_id: text}; `length` ids end at the token limit."""
+
+    def __init__(self, tokenizer, answers: dict[str, str], length: set[str] = frozenset()):
+        self.tokenizer, self.answers, self.length = tokenizer, answers, length
+
+    async def generate(self, prompt_ids, sampling_params=None, request_id=None):
+        from agentic_verl.generation.hf_engine import GenerationOutput
+
+        ids = self.tokenizer.encode(self.answers[request_id], add_special_tokens=False)
+        finish = "length" if request_id in self.length else "stop"
+        return GenerationOutput(ids, None, "completed", finish)
+
+
+def test_question_files_are_scored_like_the_packages_questions(smollm2_dir, smollm2_tokenizer, tmp_path):
+    files = _tiny_question_files(tmp_path / "world")
+    settings = BFCLEvalSettings(model=str(smollm2_dir), questions=files, prompt="funreason", label="files")
+    answers = {"t_simple_0": "<think>12 of them</think>\n\n[book_drathel(vorkal=12)]",
+               "t_irrelevance_0": "<think>painting is not booking, so"}  # cut in its reasoning: no call
+    result = evaluate(settings, engine=ScriptedEngine(smollm2_tokenizer, answers, length={"t_irrelevance_0"}))
+    assert settings.categories is None and result["settings"]["questions"] == [str(f) for f in files]
+    assert [(q["id"], q["valid"], q["calls"]) for q in result["questions"]] == [
+        ("t_simple_0", True, 1), ("t_irrelevance_0", True, 0)]
+    s = result["summary"]
+    assert (s["n"], s["accuracy"], s["truncation_rate"], s["calls_per_question"]) == (2, 1.0, 0.5, 0.5)
+    assert s["non_live_categories"] == ["simple_python"] and not s["non_live_complete"]
+    answers["t_simple_0"] = "<think>12</think>\n\n[book_drathel(vorkal='12')]"  # a string where BFCL wants an int
+    wrong = evaluate(settings, engine=ScriptedEngine(smollm2_tokenizer, answers))
+    assert wrong["categories"]["simple_python"]["errors"] == {"type_error:simple": 1}
+    assert wrong["summary"]["accuracy"] == 0.5 and wrong["summary"]["truncation_rate"] == 0.0
+
+
+def test_question_files_refuse_bad_input_before_any_model_loads(smollm2_dir, tmp_path, capsys):
+    files = [str(f) for f in _tiny_question_files(tmp_path / "world")]
+    model = ["eval", "bfcl", "--model", str(smollm2_dir)]
+    assert cli_main([*model, "--questions", *files, "--categories", "simple_python"]) == 2
+    renamed = tmp_path / "world" / "questions.json"
+    renamed.write_text(Path(files[0]).read_text())
+    assert cli_main([*model, "--questions", str(renamed)]) == 2
+    assert cli_main([*model, "--questions", str(tmp_path / "world" / "BFCL_v4_multiple.json")]) == 2
+    assert cli_main([*model, "--questions", files[0], files[0]]) == 2
+    errors = capsys.readouterr().err.splitlines()
+    assert len(errors) == 4 and "not both" in errors[0] and "cannot tell the BFCL category" in errors[1]
+    assert "not found" in errors[2] and "ids repeat" in errors[3]
