@@ -52,38 +52,11 @@ export OMP_NUM_THREADS=$THREADS
 unset MKL_NUM_THREADS
 export CPU_RAY_TMPDIR=${CPU_RAY_TMPDIR:-/tmp/ray_demo_$$}   # our own Ray session folder: cleanup touches only it
 
+source recipes/_common/demo.sh                  # stage, run_logged, progress, cleanup on exit
+
 mkdir -p "$OUT/logs" "$OUT/eval"
-START=$(date +%s)
-STAGE_START=$START
+demo_begin 8
 SERVER_PID=""
-stage() { # stage N TITLE: print the previous stage's duration and the new stage's header
-    local now; now=$(date +%s)
-    [[ "$1" == 1 ]] || printf '   (%ds)\n' $((now - STAGE_START))
-    STAGE_START=$now
-    printf '\n[demo %3dm%02ds] (%s/8) %s\n' $(((now - START) / 60)) $(((now - START) % 60)) "$1" "$2"
-}
-cleanup() {
-    if [[ -n "$SERVER_PID" ]]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
-    # Ray processes of this run only (their command lines name our session folder); verl normally stops them.
-    local pids; pids=$(pgrep -f -- "$CPU_RAY_TMPDIR" || true)
-    if [[ -n "$pids" ]]; then kill $pids 2>/dev/null || true; fi
-    rm -rf "$CPU_RAY_TMPDIR"
-}
-trap cleanup EXIT
-progress() { # progress PREFIX KEY...: verl's console "step:N - k:v - ..." lines -> one short line per step
-    awk -v prefix="$1" -v keys="${*:2}" 'BEGIN { n = split(keys, want, " ") }
-        match($0, /step:[0-9]+ - /) { rec = substr($0, RSTART); split(rec, parts, " - ")
-            line = prefix " step " substr(parts[1], 6)
-            for (i in parts) { split(parts[i], kv, ":"); v = kv[2]   # np.float64(5.0) -> 5.0
-                if (match(v, /\([^)]*\)/)) v = substr(v, RSTART + 1, RLENGTH - 2); value[kv[1]] = v }
-            for (j = 1; j <= n; j++) if (want[j] in value) line = line sprintf("  %s=%.4g", want[j], value[want[j]])
-            print line; fflush(); delete value }'
-}
-run_logged() { # run_logged LOG FILTER... -- CMD...: full output to LOG, the filter's lines to the terminal
-    local log=$1; shift; local filter=(); while [[ "$1" != "--" ]]; do filter+=("$1"); shift; done; shift
-    set +e; "$@" > >(tee "$log" | "${filter[@]}") 2>&1; local rc=$?; set -e; sleep 0.2
-    if [[ $rc != 0 ]]; then echo "FAILED (exit $rc): $*  -- last lines of $log:"; tail -n 30 "$log"; exit "$rc"; fi
-}
 evaluate() { # evaluate NAME LABEL MODEL
     run_logged "$OUT/logs/eval_$1.log" grep --line-buffered -E '^\| (dataset|toy_world) ' -- \
         "$AGENTIC_VERL" eval qa --model "$3" --engine hf --data "$OUT/world/test.jsonl" --retrieval-url "$URL" \
@@ -103,6 +76,7 @@ PORT=${PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.
 URL="http://127.0.0.1:$PORT"
 OMP_NUM_THREADS=1 "$AGENTIC_VERL" serve retrieval --index "$OUT/index" --port "$PORT" > "$OUT/logs/retrieval.log" 2>&1 &
 SERVER_PID=$!
+DEMO_PIDS+=("$SERVER_PID")
 for _ in $(seq 600); do   # up to 2 min: loading compiles bm25s's numba scorer, slow on a busy machine
     curl -sf "$URL/health" > /dev/null && break
     kill -0 "$SERVER_PID" 2>/dev/null || break
@@ -170,8 +144,9 @@ stage 8 "evaluate AFTER RL, table and report"
 evaluate 2_grpo "after GRPO" "$RL_MODEL"
 "$AGENTIC_VERL" view "$OUT"/eval/*/trajectories -o "$OUT/report.html" --title "agentic_verl demo: RAG-R1 on a toy world" \
     > "$OUT/logs/view.log" 2>&1 && echo "trajectory report: $OUT/report.html" || echo "(no trajectory report: see $OUT/logs/view.log)"
+stage_end
 NOW=$(date +%s)
-printf '   (%ds)\n\nEM on %s held-out toy-world questions (greedy), total %dm%02ds:\n\n' $((NOW - STAGE_START)) \
+printf '\nEM on %s held-out toy-world questions (greedy), total %dm%02ds:\n\n' \
     "$EVAL_QUESTIONS" $(((NOW - START) / 60)) $(((NOW - START) % 60))
 "$AGENTIC_VERL" eval table "$OUT/eval/0_base/result.json" "$OUT/eval/1_sft/result.json" \
     "$OUT/eval/2_grpo/result.json" -o "$OUT/results.md"
