@@ -54,6 +54,12 @@ lint: install
 demo: install
 	bash recipes/demo/run.sh
 
+# The FunReason miniature on this CPU (recipes/funreason/demo.sh: function-calling toy world, eval, SRML and plain SFT,
+# GRPO, eval by question kind; docs/funreason_demo.md).
+.PHONY: demo-funreason
+demo-funreason: install
+	bash recipes/funreason/demo.sh
+
 bench: install
 	@for script in benchmarks/bench_*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
 

@@ -1,0 +1,92 @@
+"""recipes/funreason/demo.sh refuses bad knobs before anything runs, and recipes/_common/demo.sh (the stage clock,
+run_logged and the cleanup both demos use) times stages, shows a failing command's log and exit code, and stops
+the background processes a demo started. The demo itself runs for minutes: docs/funreason_demo.md."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+import pytest
+from cpu_backend_helpers import REPO
+
+DEMO = REPO / "recipes" / "funreason" / "demo.sh"
+
+
+def _demo(env: dict, tmp_path) -> subprocess.CompletedProcess:
+    # a stand-in agentic-verl that fails loudly: a knob error must stop the demo before its first command
+    stand_in = tmp_path / "agentic-verl"
+    stand_in.write_text("#!/usr/bin/env bash\necho 'agentic-verl was called' >&2\nexit 99\n")
+    stand_in.chmod(0o755)
+    full = {**os.environ, "AGENTIC_VERL": str(stand_in), "OUT": str(tmp_path / "out"), **env}
+    return subprocess.run(["bash", str(DEMO)], cwd=REPO, env=full, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"SEED": "x"}, "SEED must be a non-negative integer"),
+    ({"SFT_STEPS": "0"}, "SFT_STEPS must be a positive integer"),
+    ({"ROLLOUT_N": "2.5"}, "ROLLOUT_N must be a positive integer"),
+    ({"APIS": "24 8"}, "APIS takes three numbers"),
+    ({"QUESTIONS": "64 0 12"}, "must be a positive integer"),
+    ({"EVAL_SPLIT": "train"}, "EVAL_SPLIT must be test or dev"),
+    ({"SFT_BATCH_SIZE": "8", "SFT_MICRO_BATCH_SIZE": "3"}, "multiple of SFT_MICRO_BATCH_SIZE"),
+    ({"SFT_STEPS": "40", "SFT_BATCH_SIZE": "8", "QUESTIONS": "64 12 12"}, "must not exceed the 256 train questions"),
+    ({"REWARD_CONFIG": "reward_fns/configs/none.yaml"}, "does not exist"),
+])  # fmt: skip
+def test_demo_refuses_bad_knobs_before_running_anything(env, message, tmp_path):
+    proc = _demo(env, tmp_path)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert "agentic-verl was called" not in proc.stderr and not (tmp_path / "out").exists()
+
+
+def test_demo_stops_at_the_first_failing_command(tmp_path):
+    proc = _demo({}, tmp_path)
+    assert proc.returncode == 99 and "(1/9) function-calling toy world" in proc.stdout
+    assert "(2/9)" not in proc.stdout
+
+
+def _run_common(script: str, tmp_path, env: dict | None = None) -> subprocess.CompletedProcess:
+    text = f"set -euo pipefail\nsource {REPO / 'recipes' / '_common' / 'demo.sh'}\n{script}"
+    return subprocess.run(["bash", "-c", text], cwd=tmp_path, env={**os.environ, **(env or {})},
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_common_stages_time_each_stage_and_cleanup_stops_the_demos_processes(tmp_path):
+    # (the Ray folder comes in the environment: cleanup ends the processes whose command line names it)
+    proc = _run_common("""
+        mkdir -p "$CPU_RAY_TMPDIR"
+        demo_begin 2
+        stage 1 "first"; sleep 1
+        sleep 300 & DEMO_PIDS+=("$!"); echo "pid $!"
+        stage 2 "second"
+        stage_end
+        echo "seconds ${STAGE_SECONDS[1]} ${STAGE_SECONDS[2]}"
+    """, tmp_path, {"CPU_RAY_TMPDIR": str(tmp_path / "ray")})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "(1/2) first" in lines[1] and "(2/2) second" in proc.stdout
+    first, second = (int(v) for v in lines[-1].split()[1:])
+    assert first >= 1 and second <= 1
+    pid = int(next(line for line in lines if line.startswith("pid")).split()[1])
+    for _ in range(50):  # the trap killed it on exit
+        if not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z":
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"the demo's background process {pid} still runs")
+    assert not (tmp_path / "ray").exists()
+
+
+def test_common_run_logged_keeps_the_log_and_exits_with_the_commands_code(tmp_path):
+    proc = _run_common(f"""
+        demo_begin 1
+        run_logged {tmp_path / 'ok.log'} grep --line-buffered shown -- bash -c 'echo shown; echo hidden'
+        run_logged {tmp_path / 'bad.log'} cat -- bash -c 'echo step one; exit 7'
+        echo "not reached"
+    """, tmp_path)
+    assert proc.returncode == 7 and "not reached" not in proc.stdout
+    assert "shown" in proc.stdout and "hidden" not in proc.stdout
+    assert (tmp_path / "ok.log").read_text() == "shown\nhidden\n"
+    assert "FAILED (exit 7)" in proc.stdout
+    assert proc.stdout.splitlines().count("step one") == 2  # the filter's line, then the log's tail
