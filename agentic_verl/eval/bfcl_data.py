@@ -12,9 +12,10 @@ The prompt is BFCL's for a prompting model (`system_prompt_pre_processing_chat_m
 after BFCL's language-specific hints (`_func_doc_language_specific_pre_processing`: "Note that the provided
 function is in Python 3 syntax.", Java/JavaScript parameters described as strings), as `json.dumps(indent=4)`.
 A question that brings its own system turn gets BFCL's prompt in front of it. `prompt="funreason"` uses the
-training prompt of this repository instead (`agent_loops.prompts.bfcl_system_prompt`: BFCL's wording plus
-"reason inside <think>...</think>, then the calls"), for models trained on it.
-Scoring uses the functions as given, without hints (as BFCL's checker does).
+training prompt of this repository instead, exactly as `agentic-verl data fc` and the `function_call` loop build it
+(`agent_loops.prompts.bfcl_system_prompt`: BFCL's wording plus "reason inside <think>...</think>, then the calls",
+over the functions as given, without BFCL's language hints, which the training rows do not carry), for models
+trained on it. Scoring uses the functions as given, without hints (as BFCL's checker does).
 """
 
 from __future__ import annotations
@@ -170,15 +171,15 @@ def bfcl_system_prompt(functions: list[dict]) -> str:
 
 
 def build_messages(question: dict, prompt: str = "bfcl") -> list[dict]:
-    """The chat messages for one question: the system prompt (`prompt`: bfcl | funreason) over the hinted
-    functions, then the question's turns (its own system turn appended to ours, as BFCL does)."""
-    functions = hinted_functions(question["functions"], question["category"])
+    """The chat messages for one question: the system prompt (`prompt`: bfcl, over BFCL's hinted functions |
+    funreason, over the functions as the training rows carry them), then the question's turns (its own system turn
+    appended to ours, as BFCL does)."""
     if prompt == "bfcl":
-        system = bfcl_system_prompt(functions)
+        system = bfcl_system_prompt(hinted_functions(question["functions"], question["category"]))
     elif prompt == "funreason":
         from agentic_verl.agent_loops.prompts import bfcl_system_prompt as funreason_system_prompt
 
-        system = funreason_system_prompt(functions)
+        system = funreason_system_prompt(question["functions"])
     else:
         raise ValueError(f"unknown BFCL prompt {prompt!r}; known: {', '.join(PROMPTS)}")
     turns = [dict(turn) for turn in question["turns"]]

@@ -127,3 +127,18 @@ def test_cli_writes_the_world(tmp_path, capsys):
 def _written(out: Path, seed: int) -> Path:
     write_world(build_world(seed, apis=(4, 2, 2), questions=(3, 1, 1)), out)
     return out
+
+
+def test_the_eval_prompt_is_the_training_prompt(tmp_path, world):
+    """`eval bfcl --prompt funreason` shows a model exactly the prompt its `data fc` SFT rows trained it on."""
+    from agentic_verl.data.fc_parquet import rl_row, sft_row
+    from agentic_verl.eval.bfcl_data import build_messages
+
+    written = write_world(world, tmp_path / "world")
+    records = {r["id"]: r for path in written["test"] for r in read_bfcl(path)}
+    for question in load_question_files(written["test"]):
+        record = records[question["id"]]
+        trained = sft_row(record, "train", 0)["messages"][:-1]
+        assert build_messages(question, "funreason") == trained == rl_row(record, "train", 0)["prompt"]
+        assert "Python 3 syntax" not in trained[0]["content"]  # BFCL's language hint: the bfcl prompt's only
+        assert "Python 3 syntax" in build_messages(question, "bfcl")[0]["content"]
