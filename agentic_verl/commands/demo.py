@@ -34,8 +34,10 @@ def register(subparsers) -> None:
                    help="an evaluated stage, in order (repeat)")
     p.add_argument("--training", action="append", default=[], metavar="LABEL=FILE_LOGGER_JSONL@SECONDS",
                    help="a GRPO run's verl file-logger output (repeat)")
+    p.add_argument("--timing", action="append", default=[], metavar="LABEL=SECONDS",
+                   help="a stage with a duration and nothing to read, e.g. SFT=240 (repeat)")
     p.add_argument("--seconds-total", type=float, default=None,
-                   help="the run's wall time (default: the sum of the stages' and trainings' seconds)")
+                   help="the run's wall time (default: the sum of the stages', trainings' and timings' seconds)")
     p.set_defaults(handler=_summary)
     p = sub.add_parser("seeds", help="several runs: a row per seed, the mean gain beside one question's worth, "
                                      "OUT/seeds.md and OUT/seeds.html")
@@ -48,11 +50,13 @@ def register(subparsers) -> None:
 
 
 def _summary(args) -> int:
-    from agentic_verl.demo.summary import build_summary, format_run_table, parse_spec, write_summary
+    from agentic_verl.demo.summary import build_summary, format_run_table, parse_spec, parse_timing, write_summary
 
     stages = [parse_spec(text) for text in args.stage]
     training = [parse_spec(text) for text in args.training]
-    summary = build_summary(args.method, args.seed, stages, training, seconds_total=args.seconds_total)
+    timings = [parse_timing(text) for text in args.timing]
+    summary = build_summary(args.method, args.seed, stages, training, seconds_total=args.seconds_total,
+                            timings=timings)
     json_path, md_path = write_summary(summary, args.out)
     print(format_run_table(summary))
     print(f"\nwrote {json_path}, {md_path}")

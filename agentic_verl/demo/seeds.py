@@ -64,8 +64,9 @@ def _kinds(summaries: list[dict]) -> list[str]:
     return list(dict.fromkeys(k for s in summaries for st in s["stages"] for k in st["by_kind"]))
 
 
-def _trainings(summaries: list[dict]) -> list[str]:
-    return list(dict.fromkeys(t["label"] for s in summaries for t in s.get("training") or []))
+def _trainings(summaries: list[dict], key: str = "training") -> list[str]:
+    """Labels of the runs' trainings (or, with key="timings", of their timed-only stages), first seen first."""
+    return list(dict.fromkeys(t["label"] for s in summaries for t in s.get(key) or []))
 
 
 def _across(values: list, digits: int = 3) -> str:
@@ -80,7 +81,7 @@ def _mean(values: list) -> float | None:
 def seeds_table(summaries: list[dict]) -> tuple[list[str], list[list[str]]]:
     """(header, rows): a row per seed, then the mean over seeds."""
     labels = [st["label"] for st in summaries[0]["stages"]]
-    kinds, trainings = _kinds(summaries), _trainings(summaries)
+    kinds, trainings = _kinds(summaries), _trainings(summaries) + _trainings(summaries, "timings")
     tool = get_method(summaries[0]["method"]).tool_calls_name
     header = (["seed", "n", *labels, *(f"{k}" for k in kinds), f"{tool}/q", "truncated",
                "seconds (" + " / ".join(labels + trainings) + ")", "total s"])
@@ -107,8 +108,9 @@ def seeds_table(summaries: list[dict]) -> tuple[list[str], list[list[str]]]:
 
 
 def _times(summary: dict, trainings: list[str]) -> list[float | None]:
-    """Seconds of each stage, then of each training (None where this run has no such training)."""
-    training_seconds = {t["label"]: t["seconds"] for t in summary.get("training") or []}
+    """Seconds of each stage, then of each training and timing (None where this run has no such entry)."""
+    training_seconds = {t["label"]: t["seconds"] for t in [*(summary.get("training") or []),
+                                                           *(summary.get("timings") or [])]}
     return [st["seconds"] for st in summary["stages"]] + [training_seconds.get(label) for label in trainings]
 
 

@@ -5,7 +5,9 @@
     write_summary(summary, "out")
 
 summary.json (the contract every miniature writes; docs/demo_report.md):
-    {"method", "seed", "metric", "stages": [stage record, ...], "training": [training record, ...], "seconds_total"}
+    {"method", "seed", "metric", "stages": [stage record, ...], "training": [training record, ...],
+     "timings": [{"label", "seconds"}, ...], "seconds_total"}
+`timings` are stages with a duration and nothing to read (SFT, setup): parse_timing("SFT=240").
 Stages come in the order given; the first is "before". A stage record is stages.stage_record's, a training record
 training.training_record's.
 """
@@ -41,9 +43,28 @@ def parse_spec(text: str) -> tuple[str, str, float]:
     return label.strip(), path.strip(), value
 
 
+def parse_timing(text: str) -> tuple[str, float]:
+    """"LABEL=SECONDS" -> (label, seconds).
+
+    >>> parse_timing("SFT=240")
+    ('SFT', 240.0)
+    """
+    label, sep, seconds = text.partition("=")
+    if not sep or not label.strip():
+        raise ValueError(f"expected LABEL=SECONDS, got {text!r}")
+    try:
+        value = float(seconds)
+    except ValueError:
+        raise ValueError(f"{text!r}: SECONDS must be a number of seconds, got {seconds!r}") from None
+    if not value >= 0:
+        raise ValueError(f"{text!r}: SECONDS must be >= 0, got {seconds!r}")
+    return label.strip(), value
+
+
 def build_summary(method: str, seed: int, stages: list[tuple[str, str, float]],
-                  training: list[tuple[str, str, float]] = (), seconds_total: float | None = None) -> dict:
-    """The run's summary; `seconds_total` defaults to the sum of the stages' and trainings' seconds."""
+                  training: list[tuple[str, str, float]] = (), seconds_total: float | None = None,
+                  timings: list[tuple[str, float]] = ()) -> dict:
+    """The run's summary; `seconds_total` defaults to the sum of the stages', trainings' and timings' seconds."""
     spec = get_method(method)
     if not stages:
         raise ValueError("a summary needs at least one stage (--stage LABEL=RESULT_JSON@SECONDS)")
@@ -53,10 +74,11 @@ def build_summary(method: str, seed: int, stages: list[tuple[str, str, float]],
             raise ValueError(f"{record['source']}: an `eval {record['eval']}` result, but {method} stages are "
                              f"scored by `eval {spec.eval_kind}`")
     trainings = [training_record(*entry, method=method) for entry in training]
+    others = [{"label": label, "seconds": float(seconds)} for label, seconds in timings]
     if seconds_total is None:
-        seconds_total = sum(r["seconds"] for r in (*records, *trainings))
+        seconds_total = sum(r["seconds"] for r in (*records, *trainings, *others))
     return {"method": method, "seed": seed, "metric": spec.metric, "stages": records, "training": trainings,
-            "seconds_total": float(seconds_total)}
+            "timings": others, "seconds_total": float(seconds_total)}
 
 
 def load_summary(path: str | Path) -> dict:
@@ -117,6 +139,8 @@ def format_run_table(summary: dict) -> str:
         lines.append(f"| {t['label']} (training, {len(steps)} steps) | reward {_first_last(steps, 'reward')} | | "
                      f"response length {_first_last(steps, 'response_length', 1)} | "
                      f"{_first_last(steps, 'tool_calls', 2)} | | {fmt(t['seconds'], 0)} |")
+    for t in summary.get("timings") or []:
+        lines.append(f"| {t['label']} | | | | | | {fmt(t['seconds'], 0)} |")
     return "\n".join(lines)
 
 

@@ -182,3 +182,24 @@ def test_seeds_command_writes_markdown_and_html_into_the_seeds_folder(seeds_dir,
     runs = [str(seeds_dir / "seed0"), str(seeds_dir / "seed1")]
     assert main(["demo", "seeds", *runs]) == 2
     assert "--out is needed" in capsys.readouterr().err
+
+
+def test_timings_count_in_the_run_and_in_the_seeds_table(tmp_path, capsys):
+    """`--timing SFT=240`: a stage with only a duration shows in the run's table, the total and the seeds table."""
+    result = write_qa(tmp_path / "eval/result.json", [qa_question(0, 1, 1, 1)])
+    runs = []
+    for seed, sft_seconds in ((0, 240), (1, 250)):
+        out = tmp_path / f"seed{seed}"
+        assert main(["demo", "summary", "--method", "rag_r1", "--seed", str(seed), "--out", str(out),
+                     "--stage", f"after SFT={result}@10", "--timing", f"SFT={sft_seconds}"]) == 0
+        assert "| SFT | | | | | | " + str(sft_seconds) + " |" in capsys.readouterr().out
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["timings"] == [{"label": "SFT", "seconds": float(sft_seconds)}]
+        assert summary["seconds_total"] == 10 + sft_seconds
+        runs.append(str(out))
+    header, rows = seeds_table(load_summaries(runs))
+    assert header[-2] == "seconds (after SFT / SFT)"
+    assert [row[-2] for row in rows] == ["10 / 240", "10 / 250", "10 / 245"]
+    assert main(["demo", "summary", "--method", "rag_r1", "--seed", "0", "--out", str(tmp_path / "x"),
+                 "--stage", f"a={result}@1", "--timing", "SFT"]) == 2
+    assert "expected LABEL=SECONDS, got 'SFT'" in capsys.readouterr().err
