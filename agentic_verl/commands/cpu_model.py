@@ -5,6 +5,7 @@
     agentic-verl cpu-model tiny --out DIR       # a tiny random Qwen2 (or --arch llama) with the Qwen tokenizer
     agentic-verl cpu-model tiny-vl              # a tiny random Qwen2.5-VL + its processor (agentic_verl.gui.tiny),
                                                 # built once under $AGENTIC_VERL_CACHE (or --out DIR); prints the folder
+    agentic-verl cpu-model tiny-vl --vocab 8192 --seed 1 --out DIR   # its tokenizer cut to 8192 BPE tokens, seed 1
 """
 
 from __future__ import annotations
@@ -18,6 +19,11 @@ def register(subparsers) -> None:
     parser.add_argument("--arch", default="qwen2", choices=["qwen2", "llama"], help="tiny model architecture")
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
     parser.add_argument("--force", action="store_true", help="smollm2: convert again even if cached")
+    parser.add_argument("--vocab", type=int, default=None,
+                        help="tiny-vl: keep the Qwen tokenizer's first N BPE tokens (default: all 151643)")
+    parser.add_argument("--hidden-size", type=int, default=64, help="tiny-vl: the language model's hidden size")
+    parser.add_argument("--layers", type=int, default=2, help="tiny-vl: the language model's layers")
+    parser.add_argument("--seed", type=int, default=0, help="tiny-vl: the random weights' seed")
     parser.set_defaults(handler=run)
 
 
@@ -27,7 +33,8 @@ def run(args) -> int:
     if args.which == "smollm2":
         path = smollm2_hf_dir(dtype=args.dtype, force=args.force)
     elif args.which == "tiny-vl":
-        path = _tiny_vl(args.out, args.dtype, args.force)
+        path = _tiny_vl(args.out, args.dtype, args.force, vocab=args.vocab, hidden_size=args.hidden_size,
+                        num_layers=args.layers, seed=args.seed)
     else:
         if not args.out:
             raise ValueError("cpu-model tiny needs --out DIR")
@@ -36,14 +43,23 @@ def run(args) -> int:
     return 0
 
 
-def _tiny_vl(out, dtype: str, force: bool):
-    """The tiny Qwen2.5-VL folder; an existing complete one (its marker file written last) is reused."""
+def _tiny_vl(out, dtype: str, force: bool, vocab: int | None = None, hidden_size: int = 64, num_layers: int = 2,
+             seed: int = 0):
+    """The tiny Qwen2.5-VL folder; an existing complete one with the same settings (its marker file, written last)
+    is reused."""
+    import json
     from pathlib import Path
 
     from agentic_verl.cpu.models import cache_dir
     from agentic_verl.gui.tiny import make_tiny_qwen2_5_vl
 
-    folder = Path(out) if out else cache_dir() / "models" / f"tiny-qwen2_5_vl-{dtype}-seed0"
-    if force or not (folder / "agentic_verl_tiny.json").is_file():
-        make_tiny_qwen2_5_vl(folder, seed=0, dtype=dtype)
+    shape = "" if (vocab, hidden_size, num_layers) == (None, 64, 2) else f"-v{vocab}-h{hidden_size}-l{num_layers}"
+    folder = Path(out) if out else cache_dir() / "models" / f"tiny-qwen2_5_vl-{dtype}{shape}-seed{seed}"
+    marker = folder / "agentic_verl_tiny.json"
+    wanted = {"seed": seed, "vocab": vocab, "hidden_size": hidden_size, "num_layers": num_layers}
+    defaults = {"vocab": None, "hidden_size": 64, "num_layers": 2}  # markers written before these settings existed
+    built = {**defaults, **json.loads(marker.read_text())} if marker.is_file() else None
+    if force or built is None or any(built.get(k) != v for k, v in wanted.items()):
+        make_tiny_qwen2_5_vl(folder, seed=seed, dtype=dtype, vocab=vocab, hidden_size=hidden_size,
+                             num_layers=num_layers)
     return folder

@@ -12,7 +12,8 @@
     agentic-verl eval bfcl --endpoint http://127.0.0.1:8001 --model-name FunReason --tokenizer DIR --limit 20
 
 Writes OUT/result.json (settings, summary, per-dataset or per-category summaries, per-question records),
-OUT/table.md (qa: also OUT/trajectories/, for `agentic-verl view`) and prints the tables. `eval table` joins several runs' result.json.
+OUT/table.md (qa: also OUT/trajectories/, for `agentic-verl view`) and prints the tables. `eval table` joins several
+runs' result.json (qa or screenspot).
 More evaluations can join the `eval` group through `SUBCOMMANDS`.
 """
 
@@ -72,19 +73,41 @@ def _add_qa(sub) -> None:
 
 
 def _add_table(sub) -> None:
-    p = sub.add_parser("table", help="one markdown table from several `eval qa` result.json files, a row each")
+    p = sub.add_parser("table", help="one markdown table from several `eval qa` or `eval screenspot` result.json "
+                                     "files, a row each")
     p.add_argument("results", nargs="+", help="result.json files, in the order of the table rows")
     p.add_argument("-o", "--output", default=None, help="also write the table (and a JSON summary) here (.md)")
+    p.add_argument("--baselines", default=None, metavar="WORLD_JSON",
+                   help="screenspot: add the baseline rows of a `data gui-world` world.json (centre click, random "
+                        "widget) for --baseline-split")
+    p.add_argument("--baseline-split", default="test", help="the world split the results evaluated (default test)")
     p.set_defaults(handler=_table)
 
 
 def _table(args) -> int:
     import json
 
-    from agentic_verl.eval.qa_eval import format_table
-
     runs = [json.loads(Path(path).read_text()) for path in args.results]
-    table = format_table(runs)
+    screenspot = [isinstance(r.get("samples"), list) and isinstance(r.get("benchmarks"), dict) for r in runs]
+    if any(screenspot) and not all(screenspot):
+        raise SystemExit("eval table: mixes `eval screenspot` results with others; give results of one kind")
+    if all(screenspot):
+        from agentic_verl.eval.screenspot import format_stage_table
+
+        baselines = None
+        if args.baselines:
+            world = json.loads(Path(args.baselines).read_text())
+            if args.baseline_split not in world.get("baselines", {}):
+                raise SystemExit(f"{args.baselines} has no baselines for split {args.baseline_split!r} "
+                                 f"(it has: {', '.join(world.get('baselines', {})) or 'none'})")
+            baselines = world["baselines"][args.baseline_split]
+        table = format_stage_table(runs, baselines)
+    else:
+        if args.baselines:
+            raise SystemExit("eval table: --baselines goes with `eval screenspot` results")
+        from agentic_verl.eval.qa_eval import format_table
+
+        table = format_table(runs)
     print(table)
     if args.output:
         out = Path(args.output)

@@ -6,7 +6,8 @@ launch verl.
     agentic-verl preflight rag-r1 --stage grpo -- data.train_files=... actor_rollout_ref.model.path=...  # as verl gets them
     agentic-verl preflight data-mode data/rag_r1/train.parquet       # prints sq or mq
     agentic-verl preflight gui -- data.train_files=... actor_rollout_ref.model.path=...   # recipes/v2p/grpo_click.sh
-    agentic-verl preflight gui --stage sft -- data.train_files=... model.path=...        # recipes/v2p/sft_*.sh
+    agentic-verl preflight gui --stage sft -- data.train_files=... model.path=...        # recipes/v2p/sft_{warmup,full}.sh
+    agentic-verl preflight gui --stage sft-click -- data.train_files=... model.path=...  # recipes/v2p/sft_click.sh
 
 Prints every finding (ok / note / FAIL) and exits 1 when anything FAILs (see agentic_verl/preflight/).
 """
@@ -40,8 +41,8 @@ def register(subparsers) -> None:
     p.set_defaults(handler=_rag_r1)
 
     p = sub.add_parser("gui", help="recipes/v2p/: gui_grounding data, a Qwen2.5-VL (sft: a V2P model), GPU memory")
-    p.add_argument("--stage", choices=("grpo", "sft"), default="grpo",
-                   help="grpo: grpo_click.sh; sft: sft_warmup.sh / sft_full.sh")
+    p.add_argument("--stage", choices=("grpo", "sft", "sft-click"), default="grpo",
+                   help="grpo: grpo_click.sh; sft: sft_warmup.sh / sft_full.sh; sft-click: sft_click.sh")
     p.add_argument("--gpu-memory-gb", type=float, help="memory of one GPU in GiB (default: nvidia-smi)")
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="the verl overrides the recipe launches with")
     p.set_defaults(handler=_gui)
@@ -67,9 +68,9 @@ def _gui(args) -> int:
     from agentic_verl.preflight import RagR1Settings, settings_from_overrides
     from agentic_verl.preflight.gui import check_gui
 
-    settings = RagR1Settings(stage=args.stage, gpu_memory_gb=args.gpu_memory_gb)
+    settings = RagR1Settings(stage="grpo" if args.stage == "grpo" else "sft", gpu_memory_gb=args.gpu_memory_gb)
     settings = settings_from_overrides(settings, args.overrides)
-    return _verdict(f"gui ({args.stage})", check_gui, settings)
+    return _verdict(f"gui ({args.stage})", lambda s: check_gui(s, args.stage), settings)
 
 
 def _verdict(title: str, check, settings) -> int:

@@ -261,26 +261,54 @@ AGENT_NAME = "gui_grounding"
 ABILITY = "gui_grounding"
 
 
-def to_rows(samples: Iterable[GroundingSample], split: str) -> list[dict]:
+TARGETS = ("pointer", "text-click")
+
+
+def to_rows(samples: Iterable[GroundingSample], split: str, target: str = "pointer",
+            min_pixels: int | None = None, max_pixels: int | None = None) -> list[dict]:
     """verl rows, one per sample, the screenshot embedded as PNG/JPEG bytes in `images`:
 
         data_source   the benchmark name (screenspot_v2, gui_actor, ...)
         prompt        the `gui_grounding` agent loop's user turn (`<image>` + pixel-click instructions; RL)
-        messages      V2P SFT: system, user `<image>` + instruction, assistant POINTER_ACTION (verl's SFT dataset)
+        messages      the SFT sample (verl's SFT datasets), by `target`:
+                      pointer: V2P's: system, user `<image>` + instruction, assistant POINTER_ACTION;
+                      text-click: the `prompt` turn, assistant `pyautogui.click(x=.., y=..)` at the box centre in
+                      pixels of the image the model sees (the SFT cold start of a text-click model for GRPO)
         images        [{"bytes": ...}]
         reward_model  {"style": "rule", "ground_truth": {"bbox": [x1, y1, x2, y2]}}  (original pixels)
         extra_info    {index, split, id, instruction, image_size, bbox, group, platform, element_type, benchmark}
+                      (+ input_size with text-click)
+
+    With `target="text-click"` the prompt states the size of the image the model sees (the screenshot after
+    Qwen2.5-VL's smart_resize within `min_pixels`/`max_pixels`, default Qwen2.5-VL-7B's processor bounds, which
+    must be the processor's), as `eval screenspot` states it to a text-click model, so SFT, GRPO and evaluation
+    show the model one prompt.
     """
     from agentic_verl.agent_loops.prompts import gui_grounding_messages
     from agentic_verl.gui.actions import POINTER_ACTION, grounding_messages
+    from agentic_verl.rewards.gui import QWEN25VL_MAX_PIXELS, QWEN25VL_MIN_PIXELS, smart_resize
 
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
     rows = []
     for index, sample in enumerate(samples):
         extra = {"index": index, "split": split, **{k: v for k, v in sample.record().items() if k != "image_path"}}
+        if target == "pointer":
+            prompt = gui_grounding_messages(sample.instruction)
+            messages = grounding_messages(sample.instruction, image="<image>", answer=POINTER_ACTION)
+        else:
+            width, height = sample.image_size
+            in_h, in_w = smart_resize(height, width, 28, min_pixels or QWEN25VL_MIN_PIXELS,
+                                      max_pixels or QWEN25VL_MAX_PIXELS)
+            x1, y1, x2, y2 = sample.bbox
+            x, y = round((x1 + x2) / 2 * in_w / width), round((y1 + y2) / 2 * in_h / height)
+            prompt = gui_grounding_messages(sample.instruction, in_w, in_h)
+            messages = [*prompt, {"role": "assistant", "content": f"pyautogui.click(x={x}, y={y})"}]
+            extra["input_size"] = [in_w, in_h]
         rows.append({
             "data_source": sample.benchmark,
-            "prompt": gui_grounding_messages(sample.instruction),
-            "messages": grounding_messages(sample.instruction, image="<image>", answer=POINTER_ACTION),
+            "prompt": prompt,
+            "messages": messages,
             "images": [{"bytes": sample.image_data()}],
             "ability": ABILITY,
             "reward_model": {"style": "rule", "ground_truth": {"bbox": list(sample.bbox)}},
@@ -290,10 +318,11 @@ def to_rows(samples: Iterable[GroundingSample], split: str) -> list[dict]:
     return rows
 
 
-def write_parquet(samples: Iterable[GroundingSample], out: str | Path, split: str = "train") -> Path:
+def write_parquet(samples: Iterable[GroundingSample], out: str | Path, split: str = "train", target: str = "pointer",
+                  min_pixels: int | None = None, max_pixels: int | None = None) -> Path:
     import pandas as pd
 
-    rows = to_rows(samples, split)
+    rows = to_rows(samples, split, target, min_pixels, max_pixels)
     if not rows:
         raise ValueError("no samples to write")
     out = Path(out)

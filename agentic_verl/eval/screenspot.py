@@ -23,6 +23,7 @@ from pathlib import Path
 
 from agentic_verl.data.gui_grounding import GroundingSample, load_grounding
 from agentic_verl.eval.output import write_run
+from agentic_verl.gui.sizes import SIZE_BUCKETS, size_bucket
 from agentic_verl.rewards.gui import point_in_box
 
 BENCHMARKS = {"screenspot": "ScreenSpot", "screenspot_v2": "ScreenSpot-v2", "screenspot_pro": "ScreenSpot-Pro"}
@@ -103,7 +104,8 @@ def evaluate(settings: ScreenSpotSettings, predictor=None, report=None) -> dict:
         hit = prediction.point is not None and point_in_box(prediction.point, sample.bbox)
         failure = prediction.failure or (None if hit else "outside_box")
         record = {**sample.record(), "point": list(prediction.point) if prediction.point else None, "hit": bool(hit),
-                  "failure": failure, "text": prediction.text,
+                  "failure": failure, "text": prediction.text, "truncated": prediction.truncated,
+                  "size": size_bucket(sample.bbox, sample.image_size),
                   "input_size": list(prediction.input_size) if prediction.input_size else None,
                   "seconds": round(seconds, 3)}
         if report is not None:
@@ -130,10 +132,13 @@ def _accuracy(records: list[dict]) -> float:
 
 
 def summarize(records: list[dict], breakdown: bool = True) -> dict:
-    """n, accuracy, failure counts; with `breakdown`, accuracy per group x element type, per platform, per type."""
+    """n, accuracy, failure counts, accuracy per target size (gui.sizes: small/medium/large); with `breakdown`,
+    accuracy per group x element type, per platform, per type."""
     failures = Counter(r["failure"] for r in records if r["failure"])
+    sized = {size: [r for r in records if r.get("size") == size] for size in SIZE_BUCKETS}
     out = {"n": len(records), "accuracy": _accuracy(records),
-           "failures": {name: failures.get(name, 0) for name in FAILURES}}
+           "failures": {name: failures.get(name, 0) for name in FAILURES},
+           "sizes": {size: {"accuracy": _accuracy(rs), "n": len(rs)} for size, rs in sized.items() if rs}}
     if not breakdown:
         return out
     out["groups"] = {}
@@ -171,7 +176,8 @@ def format_paper_table(result: dict) -> str:
 
 
 def format_breakdown_table(result: dict) -> str:
-    """Ours: accuracy (%) per benchmark and group, text / icon / both, with the sample counts and failures."""
+    """Ours: accuracy (%) per benchmark and group, text / icon / both, with the sample counts and failures; then
+    accuracy per target size (gui.sizes)."""
     lines = ["| benchmark | group | text | icon | avg | n | no click | outside box |", "|---|---|---|---|---|---|---|---|"]
     pct = (lambda v: "-" if v is None else f"{100 * v:.1f}")  # noqa: E731
     for name, b in result["benchmarks"].items():
@@ -182,6 +188,32 @@ def format_breakdown_table(result: dict) -> str:
         lines.append(f"| {BENCHMARKS.get(name, name)} | **all** | {pct(types.get('text', {}).get('accuracy'))} | "
                      f"{pct(types.get('icon', {}).get('accuracy'))} | {pct(b['accuracy'])} | {b['n']} | "
                      f"{b['failures']['no_click']} | {b['failures']['outside_box']} |")
+    lines += ["", "| benchmark | " + " | ".join(f"{size} (n)" for size in SIZE_BUCKETS) + " |",
+              "|---|" + "---|" * len(SIZE_BUCKETS)]
+    for name, b in result["benchmarks"].items():
+        cells = [f"{pct(b['sizes'][size]['accuracy'])} ({b['sizes'][size]['n']})" if size in b["sizes"] else "-"
+                 for size in SIZE_BUCKETS]
+        lines.append(f"| {BENCHMARKS.get(name, name)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def format_stage_table(runs: list[dict], baselines: dict | None = None) -> str:
+    """One row per evaluation of the same samples (e.g. before / after SFT / after RL): accuracy overall and per
+    target size, the share of samples with a click and of answers cut at the token limit; then `baselines` rows
+    ({name: {"accuracy", "n", "by_size"}}, as `data gui-world` writes for its held-out splits)."""
+    header = "| model | n | accuracy | " + " | ".join(SIZE_BUCKETS) + " | clicked | truncated | seconds |"
+    lines = [header, "|" + "---|" * (header.count("|") - 1)]
+    for run in runs:
+        s, records = run["summary"], run["samples"]
+        sizes = [f"{s['sizes'][b]['accuracy']:.3f}" if b in s.get("sizes", {}) else "-" for b in SIZE_BUCKETS]
+        clicked = sum(r["point"] is not None for r in records) / max(len(records), 1)
+        truncated = sum(bool(r.get("truncated")) for r in records) / max(len(records), 1)
+        lines.append(f"| {_label(run)} | {s['n']} | {s['accuracy']:.3f} | " + " | ".join(sizes) +
+                     f" | {clicked:.2f} | {truncated:.2f} | {s.get('seconds', 0):.0f} |")
+    for name, b in (baselines or {}).items():
+        sizes = [f"{b['by_size'][size]:.3f}" if size in b["by_size"] else "-" for size in SIZE_BUCKETS]
+        lines.append(f"| baseline: {name.replace('_', ' ')} | {b['n']} | {b['accuracy']:.3f} | " + " | ".join(sizes)
+                     + " | - | - | - |")
     return "\n".join(lines)
 
 

@@ -39,6 +39,7 @@ class Prediction:
     heatmap: object = field(default=None, repr=False)  # (rows, cols) pointer probabilities (pointer models)
     input_size: tuple[int, int] | None = None  # (width, height) of the image the model saw
     failure: str | None = None  # no_click | request_error
+    truncated: bool | None = None  # text predictors: the answer hit the token limit (None: not a text answer)
 
 
 class ClickPredictor(Protocol):
@@ -59,6 +60,18 @@ def _map_text_click(text: str, original: tuple[int, int], input_size: tuple[int,
         unit = 1.0 if coord_system == "normalized" else 1000.0
         point = (x * original[0] / unit, y * original[1] / unit)
     return Prediction(point, text=text, input_size=input_size)
+
+
+def _prompt_after_image(instruction: str, input_size: tuple[int, int]) -> str:
+    """The `gui_grounding` prompt's text after its `<image>` placeholder, newline included: verl's datasets split the
+    prompt there (image item, then this text), so a model trained through verl (`data gui` rows, SFT or GRPO) is
+    asked here with the same tokens."""
+    from agentic_verl.agent_loops.prompts import gui_grounding_prompt
+
+    before, image, after = gui_grounding_prompt(instruction, *input_size).partition("<image>")
+    if not image or before:
+        raise AssertionError("the gui_grounding prompt must start with its <image> placeholder")
+    return after
 
 
 def _resized(image, min_pixels: int, max_pixels: int) -> tuple[int, int]:
@@ -111,18 +124,21 @@ class GenerativePredictor:
     def predict(self, image, instruction: str) -> Prediction:
         import torch
 
-        from agentic_verl.agent_loops.prompts import gui_grounding_prompt
-
         image = image.convert("RGB")
         input_size = _resized(image, *_processor_pixels(self.processor))
-        prompt = gui_grounding_prompt(instruction, *input_size).replace("<image>\n", "", 1)
+        prompt = _prompt_after_image(instruction, input_size)
         messages = [{"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": prompt}]}]
         text = self.processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         inputs = self.processor(text=[text], images=[image], return_tensors="pt").to(self.model.device)
         with torch.no_grad():
             out = self.model.generate(**inputs, max_new_tokens=self.max_tokens, do_sample=False)
-        answer = self.processor.tokenizer.decode(out[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
-        return _map_text_click(answer, image.size, input_size, self.coord_system)
+        new_tokens = out[0, inputs["input_ids"].shape[1]:]
+        answer = self.processor.tokenizer.decode(new_tokens, skip_special_tokens=True)
+        prediction = _map_text_click(answer, image.size, input_size, self.coord_system)
+        eos = self.model.generation_config.eos_token_id
+        eos = set(eos if isinstance(eos, list) else [eos])
+        prediction.truncated = len(new_tokens) >= self.max_tokens and int(new_tokens[-1]) not in eos
+        return prediction
 
 
 class EndpointPredictor:
@@ -152,14 +168,12 @@ class EndpointPredictor:
             raise ValueError(f"{self.base} does not serve {self.model_name!r}; it serves {served}")
 
     def predict(self, image, instruction: str) -> Prediction:
-        from agentic_verl.agent_loops.prompts import gui_grounding_prompt
-
         image = image.convert("RGB")
         input_size = _resized(image, self.min_pixels, self.max_pixels)
         buffer = io.BytesIO()
         image.save(buffer, format="PNG")
         data_url = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
-        prompt = gui_grounding_prompt(instruction, *input_size).replace("<image>\n", "", 1)
+        prompt = _prompt_after_image(instruction, input_size)
         body = {"model": self.model_name, "max_tokens": self.max_tokens, "temperature": self.temperature,
                 "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": data_url}},
                                                           {"type": "text", "text": prompt}]}]}
@@ -167,8 +181,11 @@ class EndpointPredictor:
             reply = self._post(body)
         except RuntimeError as exc:
             return Prediction(None, text=str(exc), input_size=input_size, failure="request_error")
-        text = ((reply.get("choices") or [{}])[0].get("message") or {}).get("content") or ""
-        return _map_text_click(text, image.size, input_size, self.coord_system)
+        choice = (reply.get("choices") or [{}])[0]
+        text = (choice.get("message") or {}).get("content") or ""
+        prediction = _map_text_click(text, image.size, input_size, self.coord_system)
+        prediction.truncated = choice.get("finish_reason") == "length"
+        return prediction
 
     def _post(self, body: dict) -> dict:
         request = urllib.request.Request(f"{self.base}/v1/chat/completions", data=json.dumps(body).encode(),

@@ -10,6 +10,12 @@ language model, hidden 64) saved as an ordinary transformers folder:
     model = AutoModelForImageTextToText.from_pretrained(folder); processor = AutoProcessor.from_pretrained(folder)
 
 The GUI tests build it once per session (~3 s, ~40 MB, most of it the 151k-token embedding).
+
+`vocab=N` keeps the tokenizer's first N BPE tokens (the 256 byte symbols and the first N - 256 merges, in Qwen's
+order) and renumbers the special tokens after them: the tokenizer a BPE trained with fewer merges would be (every
+text still encodes, rare words in more pieces). With the full 151k vocabulary the LM head dominates a tiny model's
+cost on a CPU (logits for every position: 151k x hidden per token); the V2P miniature (recipes/v2p/demo.sh) trains
+with vocab=8192.
 """
 
 from __future__ import annotations
@@ -42,16 +48,46 @@ CHAT_TEMPLATE = (
 )
 
 
-def qwen2_5_vl_processor(tokenizer=None, min_pixels: int = MIN_PIXELS, max_pixels: int = MAX_PIXELS):
-    """A real `Qwen2_5_VLProcessor` over the offline Qwen tokenizer (or `tokenizer`)."""
-    from transformers import AutoTokenizer, Qwen2_5_VLProcessor
-    from transformers.models.qwen2_vl.image_processing_qwen2_vl import Qwen2VLImageProcessor
-    from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
+def qwen_tokenizer(vocab: int | None = None):
+    """The offline Qwen tokenizer; with `vocab`, cut to its first `vocab` BPE tokens, the special tokens renumbered
+    after them (see the module docstring)."""
+    import tempfile
+
+    from transformers import AutoTokenizer
 
     from agentic_verl.cpu.models import qwen_tokenizer_dir
 
+    source = qwen_tokenizer_dir()
+    if vocab is None:
+        return AutoTokenizer.from_pretrained(str(source))
+    spec = json.loads((source / "tokenizer.json").read_text())
+    model = spec["model"]
+    if model.get("type") != "BPE" or len(model["vocab"]) != 256 + len(model["merges"]):
+        raise ValueError(f"{source}: not a byte-level BPE whose ids follow its merges; cannot cut it")
+    if not 256 < vocab <= len(model["vocab"]):
+        raise ValueError(f"vocab must be in (256, {len(model['vocab'])}], got {vocab}")
+    model["vocab"] = {token: i for token, i in model["vocab"].items() if i < vocab}
+    model["merges"] = model["merges"][: vocab - 256]
+    renumber = {}
+    for offset, token in enumerate(sorted(spec["added_tokens"], key=lambda t: t["id"])):
+        renumber[str(token["id"])] = str(vocab + offset)
+        token["id"] = vocab + offset
+    config = json.loads((source / "tokenizer_config.json").read_text())
+    config["added_tokens_decoder"] = {renumber[k]: v for k, v in config.get("added_tokens_decoder", {}).items()}
+    with tempfile.TemporaryDirectory(prefix="qwen_tokenizer_") as folder:
+        (Path(folder) / "tokenizer.json").write_text(json.dumps(spec, ensure_ascii=False))
+        (Path(folder) / "tokenizer_config.json").write_text(json.dumps(config, ensure_ascii=False))
+        return AutoTokenizer.from_pretrained(folder)
+
+
+def qwen2_5_vl_processor(tokenizer=None, min_pixels: int = MIN_PIXELS, max_pixels: int = MAX_PIXELS):
+    """A real `Qwen2_5_VLProcessor` over the offline Qwen tokenizer (or `tokenizer`)."""
+    from transformers import Qwen2_5_VLProcessor
+    from transformers.models.qwen2_vl.image_processing_qwen2_vl import Qwen2VLImageProcessor
+    from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
+
     if tokenizer is None:
-        tokenizer = AutoTokenizer.from_pretrained(str(qwen_tokenizer_dir()))
+        tokenizer = qwen_tokenizer()
     image_processor = Qwen2VLImageProcessor(min_pixels=min_pixels, max_pixels=max_pixels, patch_size=14,
                                             merge_size=2, temporal_patch_size=2)
     return Qwen2_5_VLProcessor(image_processor=image_processor, tokenizer=tokenizer,
@@ -81,17 +117,22 @@ def tiny_qwen2_5_vl_config(vocab_size: int, hidden_size: int = 64, num_layers: i
 
 
 def make_tiny_qwen2_5_vl(out: str | os.PathLike, seed: int = 0, hidden_size: int = 64, num_layers: int = 2,
-                         dtype: str = "float32") -> Path:
-    """Save a random tiny Qwen2.5-VL + its processor to `out` (a transformers folder); returns the path."""
+                         dtype: str = "float32", vocab: int | None = None) -> Path:
+    """Save a random tiny Qwen2.5-VL + its processor to `out` (a transformers folder); returns the path.
+    `vocab`: cut the tokenizer to its first `vocab` BPE tokens (module docstring)."""
     import torch
     from transformers import Qwen2_5_VLForConditionalGeneration
 
     out = Path(out)
-    processor = qwen2_5_vl_processor()
-    config = tiny_qwen2_5_vl_config(len(processor.tokenizer), hidden_size=hidden_size, num_layers=num_layers)
-    config.text_config.bos_token_id = processor.tokenizer.bos_token_id
-    config.text_config.eos_token_id = processor.tokenizer.eos_token_id
-    config.text_config.pad_token_id = processor.tokenizer.pad_token_id
+    processor = qwen2_5_vl_processor(qwen_tokenizer(vocab))
+    tokenizer = processor.tokenizer
+    config = tiny_qwen2_5_vl_config(len(tokenizer), hidden_size=hidden_size, num_layers=num_layers)
+    config.text_config.bos_token_id = tokenizer.bos_token_id
+    config.text_config.eos_token_id = tokenizer.eos_token_id
+    config.text_config.pad_token_id = tokenizer.pad_token_id
+    for key, token in (("image_token_id", "<|image_pad|>"), ("video_token_id", "<|video_pad|>"),
+                       ("vision_start_token_id", "<|vision_start|>"), ("vision_end_token_id", "<|vision_end|>")):
+        setattr(config, key, tokenizer.convert_tokens_to_ids(token))  # Qwen's ids unless the vocabulary was cut
     torch.manual_seed(seed)
     model = Qwen2_5_VLForConditionalGeneration(config).to(getattr(torch, dtype))
     model.generation_config.eos_token_id = processor.tokenizer.eos_token_id
@@ -99,5 +140,6 @@ def make_tiny_qwen2_5_vl(out: str | os.PathLike, seed: int = 0, hidden_size: int
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     processor.save_pretrained(out)
-    (out / "agentic_verl_tiny.json").write_text(json.dumps({"arch": "qwen2_5_vl", "seed": seed}))
+    (out / "agentic_verl_tiny.json").write_text(json.dumps({"arch": "qwen2_5_vl", "seed": seed, "vocab": vocab,
+                                                           "hidden_size": hidden_size, "num_layers": num_layers}))
     return out

@@ -1,13 +1,14 @@
-"""Preflight for recipes/v2p/grpo_click.sh (stage grpo) and sft_warmup.sh / sft_full.sh (stage sft): what would make a
-launched GUI-grounding run fail, checked in seconds.
+"""Preflight for recipes/v2p/grpo_click.sh (stage grpo), sft_warmup.sh / sft_full.sh (stage sft) and sft_click.sh
+(stage sft-click): what would make a launched GUI-grounding run fail, checked in seconds.
 
 - data: the train/val files exist and are parquet verl can read, with the columns `agentic-verl data gui` writes
   for the `gui_grounding` loop (`prompt` with an `<image>` placeholder, `images`, `reward_model` whose ground truth
   is a box, `data_source`), and the rows name that loop (or none); for SFT, `messages` with the pointer action
-  instead of `prompt`;
+  instead of `prompt` (sft-click: with a text click, `data gui --target text-click`);
 - model: a local folder has config.json, weights and a tokenizer (as for every recipe) and is a Qwen2-VL /
   Qwen2.5-VL (the loop needs its processor: a processor or preprocessor config in the folder); a Hub id is checked
-  as `check_model` does; for SFT a V2P pointer model (`python -m agentic_verl.gui.model` makes one);
+  as `check_model` does; for SFT a V2P pointer model (`python -m agentic_verl.gui.model` makes one; sft-click: a
+  Qwen2-VL / Qwen2.5-VL);
 - GPU memory: the same budget as the RAG-R1 recipes (`check_gpu_memory`), skipped on CPU.
 """
 
@@ -21,18 +22,24 @@ from agentic_verl.preflight.gpu_memory import check_gpu_memory
 from agentic_verl.preflight.model_checks import check_model, model_folder
 from agentic_verl.preflight.settings import RagR1Settings, Report
 
-_COLUMNS = {"grpo": ("prompt", "images", "reward_model", "data_source"), "sft": ("messages", "images", "reward_model")}
-_VL_MODEL_TYPES = {"grpo": ("qwen2_vl", "qwen2_5_vl"), "sft": ("v2p_qwen2_5_vl",)}
+STAGES = ("grpo", "sft", "sft-click")
+_COLUMNS = {"grpo": ("prompt", "images", "reward_model", "data_source"), "sft": ("messages", "images", "reward_model"),
+            "sft-click": ("messages", "images", "reward_model")}
+_VL_MODEL_TYPES = {"grpo": ("qwen2_vl", "qwen2_5_vl"), "sft": ("v2p_qwen2_5_vl",),
+                   "sft-click": ("qwen2_vl", "qwen2_5_vl")}
 _MODEL_HINT = {"grpo": "a Qwen2-VL / Qwen2.5-VL (e.g. Qwen/Qwen2.5-VL-7B-Instruct)",
-               "sft": "a V2P pointer model (python -m agentic_verl.gui.model --base QWEN2.5-VL --out DIR makes one)"}
+               "sft": "a V2P pointer model (python -m agentic_verl.gui.model --base QWEN2.5-VL --out DIR makes one)",
+               "sft-click": "a Qwen2-VL / Qwen2.5-VL (e.g. Qwen/Qwen2.5-VL-7B-Instruct)"}
 _DATA_HINT = "agentic-verl data gui --data DIR --out FILE"
 
 
-def check_gui(settings: RagR1Settings) -> Report:
-    """Every check for one grpo_click.sh (settings.stage "grpo") or sft_*.sh ("sft") launch (see the module
-    docstring); `settings` as the RAG-R1 preflight's."""
+def check_gui(settings: RagR1Settings, stage: str | None = None) -> Report:
+    """Every check for one grpo_click.sh (`stage` "grpo"), sft_warmup/full.sh ("sft") or sft_click.sh ("sft-click")
+    launch (see the module docstring); `settings` as the RAG-R1 preflight's (stage None: from settings.stage)."""
     report = Report()
-    stage = "sft" if settings.stage == "sft" else "grpo"
+    stage = stage or ("sft" if settings.stage == "sft" else "grpo")
+    if stage not in STAGES:
+        raise ValueError(f"unknown gui preflight stage {stage!r}; known: {', '.join(STAGES)}")
     for role, path in (("train", settings.train), ("val", settings.val)):
         if path is None and role == "val":
             continue
@@ -79,6 +86,9 @@ def check_gui_data(report: Report, topic: str, path: str, stage: str = "grpo") -
         problems.append(f"the {chat_column} column has no `<image>` placeholder")
     if stage == "sft" and "<|pointer_pad|>" not in text:
         problems.append("the messages have no pointer action (`<|pointer_pad|>`) to train")
+    if stage == "sft-click" and ("<|pointer_pad|>" in text or "click(x=" not in text):
+        problems.append("the messages have no text click `click(x=.., y=..)` to train (write them with "
+                        "`data gui --target text-click`)")
     if not images:
         problems.append("the row has no image")
     if not (isinstance(box, list | tuple) and len(box) == 4):
