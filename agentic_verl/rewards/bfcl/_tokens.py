@@ -1,11 +1,14 @@
-"""A small tokenizer shared by the Java and JavaScript call parsers (`_java.py`, `_javascript.py`)."""
+"""A small tokenizer shared by the Java and JavaScript call parsers (`_java.py`, `_javascript.py`), and the errors
+every decoder raises (`DecodeError`; `SyntaxFailure` for text that is not the language's syntax)."""
 
 from __future__ import annotations
 
 import re
 from typing import NamedTuple
 
-from agentic_verl.rewards.bfcl.decode import DecodeError
+
+class DecodeError(ValueError):
+    """The text is not a call list in the expected format."""
 
 
 class SyntaxFailure(DecodeError):

@@ -38,6 +38,8 @@ import operator
 import re
 import warnings
 
+from agentic_verl.rewards.bfcl._tokens import DecodeError
+
 MAX_CHARS = 100_000  # longer outputs are a decode failure, so time stays bounded
 _MAX_INT_BITS = 4096  # folded integers above this are a decode failure (`10**10**10` never runs)
 _MAX_SEQ_LEN = 100_000  # folded strings/lists above this length are a decode failure
@@ -49,10 +51,6 @@ _SOURCE_NAME = "<model output>"
 # one per sample. Silenced for our source name only.
 for _category in (SyntaxWarning, DeprecationWarning):
     warnings.filterwarnings("ignore", category=_category, module=re.escape(_SOURCE_NAME))
-
-
-class DecodeError(ValueError):
-    """The text is not a call list in the expected format."""
 
 
 _FENCE = re.compile(r"^\s*```[A-Za-z0-9_+.-]*[ \t]*\n(.*?)\n?[ \t]*```\s*$", re.DOTALL)
