@@ -15,7 +15,7 @@ export TOKENIZERS_PARALLELISM := false
 # verl's dataset loader caches parquet files under HF_HOME (default ~/.cache): keep our runs' caches in /tmp.
 export HF_HOME ?= /tmp/agentic_verl_hf_home
 
-.PHONY: install test lint demo bench clean
+.PHONY: install test lint demo bench clean docs
 
 install: $(STAMP)
 
@@ -47,10 +47,16 @@ test: install bfcl-venv chromium
 chromium:
 	@command -v chromium > /dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium > /dev/null; }
 
+# The documentation site (mkdocs.yml, docs/) at http://127.0.0.1:8008, rebuilt on every edit; `make test` builds it
+# with --strict (tests/test_docs.py), so a dead link or a page missing from the nav fails.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8008
+
 lint: install
 	$(VENV)/bin/ruff check agentic_verl reward_fns tests benchmarks
 
-# The RAG-R1 demo on this CPU (recipes/demo/run.sh: toy world, BM25 server, eval, SFT, eval, GRPO, eval; 16-18 min on 2 cores, see README "Demo").
+# The RAG-R1 demo on this CPU (recipes/demo/run.sh: toy world, BM25 server, eval, SFT, eval, GRPO, eval; docs/rag_r1.md "Demo",
+# its timings in docs/measurements.md).
 demo: install
 	bash recipes/demo/run.sh
 
@@ -64,7 +70,7 @@ bench: install
 	@for script in benchmarks/bench_*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache outputs
+	rm -rf $(VENV) .pytest_cache .ruff_cache outputs site
 
 # The official BFCL checker (bfcl-eval) in its own venv, for benchmarks/bfcl_agreement.py and the
 # `bfcl_official` tests (its dependency pins cannot live in .venv). Needs PyPI once.
