@@ -10,7 +10,7 @@
 Each row: ground_truth = BFCL's possible-answer list (or its JSON string); extra_info = {"functions": [...] or
 JSON, "category": "simple_python" | ... | "live_relevance", "language": optional}. Returns {"score",
 "error_type" (bfcl:*), "bfcl_error_type" (BFCL's own), "bfcl_valid"}; with the default options the score is the
-official BFCL evaluation's verdict. See agentic_verl/rewards/bfcl/ and the README section "BFCL AST match".
+official BFCL evaluation's verdict. See agentic_verl/rewards/bfcl/ and docs/bfcl.md.
 """
 
 from agentic_verl.rewards.bfcl import bfcl_ast

@@ -35,7 +35,7 @@ from pathlib import Path
 from agentic_verl.eval.output import write_run
 from agentic_verl.eval.sandbox import STATUSES, Limits, run_program
 
-# HumanEval pass@1 of Qwen2.5-Coder-7B-Instruct, FunReason's code-retention table (methods.md, FunReason section)
+# HumanEval pass@1 of Qwen2.5-Coder-7B-Instruct, FunReason's code-retention table (docs/methods.md, FunReason section)
 PUBLISHED_PASS_AT_1 = {"Qwen2.5-Coder-7B-Instruct (published)": 0.866,
                        "Qwen2.5-Coder-7B plain SFT (published)": 0.470,
                        "Qwen2.5-Coder-7B FunReason (published)": 0.841}

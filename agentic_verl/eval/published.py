@@ -1,4 +1,4 @@
-"""Published results our evaluation tables print beside ours (sources: ../shared/reference/methods.md).
+"""Published results our evaluation tables print beside ours (sources: docs/methods.md).
 
 RAG-R1 (arXiv 2507.02962), Table 1: exact match, Qwen2.5-7B-Instruct, every baseline re-run by the RAG-R1 authors
 with their retriever (KILT Wikipedia, BGE-large-en-v1.5, top-3) and their evaluation (temperature 0.7, up to 5

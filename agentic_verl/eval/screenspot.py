@@ -8,7 +8,7 @@ Qwen2.5-VL folder in-process, or an OpenAI-compatible endpoint); the metric is t
 reports: the click, in original-screenshot pixels, lies inside the ground-truth box (edges included). Reported:
 accuracy per benchmark, per group (ScreenSpot: mobile/desktop/web; Pro: Dev/Creative/CAD/Scientific/Office/OS) x
 element type (text/icon), per platform, and failures (no_click: the answer held no click; request_error: the
-endpoint failed). The paper table puts the published rows (methods.md, "V2P") beside ours. The data loaders and
+endpoint failed). The paper table puts the published rows (docs/methods.md, "V2P") beside ours. The data loaders and
 each set's box convention: data/gui_grounding.py.
 """
 
@@ -28,7 +28,7 @@ from agentic_verl.rewards.gui import point_in_box
 
 BENCHMARKS = {"screenspot": "ScreenSpot", "screenspot_v2": "ScreenSpot-v2", "screenspot_pro": "ScreenSpot-Pro"}
 ELEMENT_TYPES = ("text", "icon")
-# Published accuracy in percent (methods.md, "V2P": ScreenSpot-v2 / ScreenSpot-Pro; the V2P paper's first version,
+# Published accuracy in percent (docs/methods.md, "V2P": ScreenSpot-v2 / ScreenSpot-Pro; the V2P paper's first version,
 # a later one reports 92.4 / 52.5). ScreenSpot (v1) numbers are not collected there.
 SCREENSPOT_PUBLISHED = {
     "V2P-7B (published)": {"screenspot_v2": 92.3, "screenspot_pro": 50.5},

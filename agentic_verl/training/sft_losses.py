@@ -2,7 +2,7 @@
 (`agentic_verl/training/config/sft_trainer.yaml`, run by `agentic_verl.training.sft_trainer`).
 
 - `sft`: verl's own token-mean loss (`verl.workers.utils.losses.sft_loss`), unchanged.
-- `srml`: FunReason's Self-Refinement Multiscale Loss (arXiv 2505.20192; docs: methods.md "FunReason"). Each target
+- `srml`: FunReason's Self-Refinement Multiscale Loss (arXiv 2505.20192; docs/methods.md "FunReason"). Each target
   is split at `</think>` + blank line into a reasoning span and a call span (the dataset's per-token `think_mask`,
   built at data time by `agentic_verl.data.fc_sft_dataset`), and
 

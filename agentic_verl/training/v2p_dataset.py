@@ -3,7 +3,7 @@ processor, Qwen2.5-VL's 3-D rope positions, loss mask on the assistant turn) plu
 
 Rows are `agentic-verl data gui` parquet rows: `messages` (system, user `<image>` + instruction, assistant
 `pyautogui.click(<|pointer_start|><|pointer_pad|><|pointer_end|>)`), `images` ([{"bytes": ...}]) and the box in
-original-screenshot pixels at `reward_model.ground_truth.bbox`. The label (`gui.labels.pointer_label`, methods.md
+original-screenshot pixels at `reward_model.ground_truth.bbox`. The label (`gui.labels.pointer_label`, docs/methods.md
 "V2P", "Labels") is computed on the patch grid the processor produced for this sample (`image_grid_thw`), so it always
 matches the patches the model sees, and is added as `pointer_labels`: a 1-D float tensor over the image's merged
 28x28 patches in row-major order (the collator makes it a jagged tensor, one row per sample).

@@ -1,6 +1,6 @@
 """V2P's SFT loss for verl's SFT trainer (`loss: v2p`): w_lm * CE + w_ptr * L_ptr, in a warm-up or a full stage.
 
-methods.md ("V2P"): L_ptr = KL(label || softmax(pointer logits)) + valley (`agentic_verl.gui.loss`); stage 1
+docs/methods.md ("V2P"): L_ptr = KL(label || softmax(pointer logits)) + valley (`agentic_verl.gui.loss`); stage 1
 ("warmup") trains only the pointer head and the three new token embeddings with the LM loss off; stage 2 ("full")
 trains everything with w_lm = w_ptr = 1. Here:
 

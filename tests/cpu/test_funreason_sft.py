@@ -78,7 +78,7 @@ def test_recipe_overrides_compose_with_our_sft_config(recipe, device, tmp_path):
         assert config.loss.kwargs.alpha == 0.6  # SRML_ALPHA
     else:
         assert dict(config.loss.kwargs) == {}  # sft_plain.sh ignores SRML_ALPHA
-    if device == "gpu":  # the paper's settings (methods.md "FunReason"), from funreason.yaml
+    if device == "gpu":  # the paper's settings (docs/methods.md "FunReason"), from funreason.yaml
         assert (config.data.train_batch_size, config.optim.lr, config.optim.lr_warmup_steps_ratio) == (512, 4e-5, 0.05)
         assert config.trainer.device == "cuda"
     else:

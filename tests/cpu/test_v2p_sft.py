@@ -56,7 +56,7 @@ def test_recipe_overrides_compose_with_our_sft_config(recipe, device, tmp_path):
     assert config.data.custom_cls.name == "V2PSFTDataset" and config.data.pad_mode == "no_padding"
     assert config.engine.strategy == "fsdp2"  # FSDP1's flat parameters cannot mix frozen and trained weights
     assert "hf_model" in config.checkpoint.save_contents  # the folder stage 2 and evaluation load
-    if device == "gpu":  # the paper's settings (methods.md "V2P"), from v2p_warmup.yaml / v2p_full.yaml
+    if device == "gpu":  # the paper's settings (docs/methods.md "V2P"), from v2p_warmup.yaml / v2p_full.yaml
         assert (config.optim.lr, config.data.train_batch_size) == {"warmup": (1e-4, 128), "full": (5e-6, 128)}[stage]
         assert _compose(["--config-name", config_name]).trainer.total_epochs == 1
         assert (config.loss.kwargs.lm_weight, config.loss.kwargs.pointer_weight) == (1.0, 1.0)

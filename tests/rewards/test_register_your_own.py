@@ -1,4 +1,4 @@
-"""The README's "register your own reward" recipe, both ways: @REWARDS.register, and a file verl loads."""
+"""The "register your own reward" recipe of docs/extending.md, both ways: @REWARDS.register, and a file verl loads."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 from agentic_verl.registry import RegistryError
 from agentic_verl.rewards import REWARDS, load_reward
 
-# The module a user writes (the README shows the same code).
+# The module a user writes (docs/extending.md shows the same code).
 USER_MODULE = textwrap.dedent(
     """\
     from agentic_verl.rewards import REWARDS

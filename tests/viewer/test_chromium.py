@@ -1,7 +1,7 @@
 """The report in a real browser: headless Chromium runs the filter code and does not run model text.
 
 Skipped where Chromium is not installed (CI machines are fresh); install it with
-`apt-get install -y chromium` (Debian) to run these. The manual check is in README ("Trajectory dumps").
+`apt-get install -y chromium` (Debian) to run these. The manual check is in docs/viewer.md.
 """
 
 from __future__ import annotations

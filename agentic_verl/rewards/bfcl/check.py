@@ -12,7 +12,7 @@ spaces or `,./-_*^`, `'` -> `"`), lists element-wise, dicts key by key, anything
 Parallel calls are matched to the possible answers as BFCL matches them: for each possible answer in turn, the
 first unused call that fits (greedy), which can reject an output that has a valid one-to-one assignment.
 `optimal_matching=True` (the `bfcl_ast` option `optimal_parallel_matching`) finds such an assignment instead
-(maximum bipartite matching); see the README section "BFCL AST match".
+(maximum bipartite matching); see docs/bfcl.md.
 
 Every check works on the question objects as given, without building per-question state: that is as fast as
 BFCL's own checker when every question is new (an evaluation), and the string normalisation is cached for the

@@ -9,7 +9,7 @@ in BFCL's evaluation, including two of its oddities:
 - a code fence with a language tag (```` ```python ````) makes the text undecodable (BFCL only strips backticks, so
   the tag stays in the text); `accept_code_fences=True` unwraps one such fence first.
 
-Other differences, each documented in the README ("BFCL AST match"):
+Other differences, each documented in docs/bfcl.md:
 
 - we never execute anything: a binary operation (`2*3`, `"a" + "b"`) is folded only over literals, within size
   limits; anything else (`len(x) + 1`, `10**10**10`) is a decode failure where BFCL would `eval` it;

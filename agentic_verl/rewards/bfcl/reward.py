@@ -106,7 +106,7 @@ def bfcl_ast(solution_str, ground_truth, extra_info=None, *, category: str | Non
       decoder makes every unary operator a minus (`+5` is -5).
     - optimal_parallel_matching (bool, default False): match parallel calls one-to-one where the official
       greedy matcher gives up.
-    With the defaults the score is the official BFCL verdict (README "BFCL AST match"); each option accepts
+    With the defaults the score is the official BFCL verdict (docs/bfcl.md); each option accepts
     outputs the official evaluation rejects, so a policy trained with it can learn them.
     """
     try:

@@ -45,7 +45,7 @@ def test_verdicts_match_the_official_checker_on_a_sample():
         if ast_match(*args)["valid"] == theirs["valid"]:
             outcome["agree", theirs["valid"]] += 1
         elif ast_match(*args, tree_sitter_recovery=True)["valid"] == theirs["valid"]:
-            outcome["documented"] += 1  # tree-sitter's error recovery, documented (README: "BFCL AST match")
+            outcome["documented"] += 1  # tree-sitter's error recovery, documented (docs/bfcl.md)
         else:
             mismatches.append((case["id"], case["kind"], case["output"][:200], theirs))
     assert not mismatches, mismatches[:5]
