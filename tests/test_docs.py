@@ -6,9 +6,9 @@
   runnable blocks of one page run in order in one fresh folder (so a page's quick start may build on its earlier
   blocks), `bash` blocks with `bash -euo pipefail`, `python` blocks with this interpreter; the venv's `bin/` comes
   first on PATH, `REPO` names the repository root, and the folder holds links to the repository's `tools/`,
-  `recipes/`, `reward_fns/` and `benchmarks/`, so a block runs as written from the root. A block titled `runnable: NAME` is not run but written to
-  the file NAME in that folder, for the blocks after it (a module the reader would save, say). Commands that need
-  GPUs, a model hub or large data stay unmarked.
+  `recipes/`, `reward_fns/` and `benchmarks/`, so a block runs as written from the root. A block titled
+  `runnable: NAME` (any language) is not run but written to the file NAME in that folder, for the blocks after it
+  (a module or a config the reader would save). Commands that need GPUs, a model hub or large data stay unmarked.
 """
 
 from __future__ import annotations
@@ -58,9 +58,10 @@ def runnable_blocks(text: str, page: str) -> list[Block]:
         marker = RUNNABLE.search(info)
         if marker:
             language = info.split()[0] if info.split() else ""
-            if language not in LANGUAGES:
+            if language not in LANGUAGES and not marker["file"]:  # a file to write may be YAML, JSON, ...
                 raise ValueError(f"{page}:{i + 1}: a runnable block must be bash or python, not {language!r}")
-            blocks.append(Block(page, i + 1, LANGUAGES[language], marker["file"], "\n".join(body) + "\n"))
+            blocks.append(Block(page, i + 1, LANGUAGES.get(language, language), marker["file"],
+                                "\n".join(body) + "\n"))
         i = j + 1
     return blocks
 
@@ -123,3 +124,6 @@ def test_the_reader_finds_blocks_and_the_runner_fails_loudly(tmp_path):
         run_blocks(blocks, tmp_path)
     with pytest.raises(ValueError, match="never closes"):
         runnable_blocks('```bash title="runnable"\necho\n', "t.md")
+    with pytest.raises(ValueError, match="must be bash or python, not 'yaml'"):
+        runnable_blocks('```yaml title="runnable"\na: 1\n```\n', "t.md")
+    assert runnable_blocks('```yaml title="runnable: a.yaml"\na: 1\n```\n', "t.md")[0].file == "a.yaml"
