@@ -93,7 +93,8 @@ def cut_at_stop(tokenizer, token_ids: Sequence[int], stops: Sequence[str]) -> tu
     Returns `(len(token_ids), None)` when no stop occurs. The cut is at a token boundary: if the token that
     completes the stop string also carries characters after it (e.g. `>\\n` as one token), they stay —
     cutting inside a token would mean re-tokenising what the policy generated. A binary search over
-    prefixes keeps this to O(log n) decodes.
+    prefixes keeps this to O(log n) decodes, and to two when the last token completes the stop (a server
+    that honours `stop` ends there).
     """
     ids = list(token_ids)
     if not ids or not stops:
@@ -104,8 +105,11 @@ def cut_at_stop(tokenizer, token_ids: Sequence[int], stops: Sequence[str]) -> tu
         found = [(text.find(stop), stop) for stop in stops if stop in text]
         return min(found)[1] if found else None
 
-    if first_stop(len(ids)) is None:
+    stop = first_stop(len(ids))
+    if stop is None:
         return len(ids), None
+    if len(ids) == 1 or first_stop(len(ids) - 1) is None:
+        return len(ids), stop
     lo, hi = 1, len(ids)
     while lo < hi:
         mid = (lo + hi) // 2

@@ -17,6 +17,9 @@ STOPS = ("</search>", "</answer>")
     # the first closing tag wins; everything after its token is dropped
     ("<search> a </search> junk </answer>", "<search> a </search>", "</search>"),
     ("<answer> x </answer><search> y </search>", "<answer> x </answer>", "</answer>"),
+    # the last token completes the tag (a server that honours `stop` ends there): all of it is kept
+    ("<think> t </think>\n<search> a </search>", "<think> t </think>\n<search> a </search>", "</search>"),
+    ("</answer>", "</answer>", "</answer>"),
     # no stop: everything is kept
     ("<search> unclosed", "<search> unclosed", None),
     ("", "", None),
