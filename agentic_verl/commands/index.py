@@ -97,8 +97,9 @@ def parse_options(items: list[str]) -> dict:
 
 
 def _build(args) -> int:
+    from agentic_verl.retrieval.backends.base import DEFAULT_BACKEND, backend_class
     from agentic_verl.retrieval.build import resume_command
-    from agentic_verl.retrieval.index import DEFAULT_BACKEND, backend_class, build_index
+    from agentic_verl.retrieval.index import build_index
 
     args.backend_given = hasattr(args, "backend")
     if not args.backend_given:
@@ -155,7 +156,7 @@ def _build(args) -> int:
 def _announce_convention(option) -> None:
     """Say which text convention the dense encoder will use before encoding starts (an unknown name fails here).
     `option(key)` is the dense option `key` as given, or None."""
-    from agentic_verl.retrieval.backends.dense import DEFAULT_MODEL, resolve_convention
+    from agentic_verl.retrieval.backends.dense_encoder import DEFAULT_MODEL, resolve_convention
 
     model, requested = option("model") or DEFAULT_MODEL, option("convention") or "auto"
     chosen = resolve_convention(model, requested, option("query_prefix"), option("passage_prefix"))
@@ -167,7 +168,7 @@ def _announce_convention(option) -> None:
 def _check_embeddings(args, options: dict) -> None:
     """Open the --embeddings folder before the corpus is read (unfinished, damaged, another model: refused now) and
     say which convention it gives; an unsharded build checks the corpus here too (a sharded one in its plan)."""
-    from agentic_verl.retrieval.backends.dense import open_encoded
+    from agentic_verl.retrieval.backends.dense_format import open_encoded
     from agentic_verl.retrieval.corpus import count_lines, file_sha256
 
     folder = options["embeddings"]

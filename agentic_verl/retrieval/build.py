@@ -31,7 +31,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from agentic_verl import __version__
-from agentic_verl.retrieval.backends.base import META_FILE
+from agentic_verl.retrieval.backends.base import DEFAULT_BACKEND, META_FILE, backend_class, common_meta
 from agentic_verl.retrieval.corpus import count_lines, file_sha256, iter_lines, parse_line, read_corpus
 from agentic_verl.retrieval.protocol import Passage
 from agentic_verl.retrieval.shards import shard_bounds, shard_dir_name
@@ -168,8 +168,6 @@ def build_sharded_index(corpus_path: str | Path | None, out_dir: str | Path, bac
                         show_progress: bool = True, on_step: Callable[[str], None] | None = None,
                         **options) -> dict:
     """Build (or with `resume`, finish) a sharded index; return its meta. See the module docstring."""
-    from agentic_verl.retrieval.index import DEFAULT_BACKEND, backend_class, common_meta
-
     out_dir = Path(out_dir)
     if shards is not None and int(shards) < 1:
         raise ValueError(f"--shards must be >= 1, got {shards}")
@@ -199,8 +197,6 @@ def build_sharded_index(corpus_path: str | Path | None, out_dir: str | Path, bac
 
 def _new_manifest(out_dir: Path, corpus_path, backend: str, shards: int | None, options: dict,
                   overwrite: bool) -> dict:
-    from agentic_verl.retrieval.index import backend_class
-
     if corpus_path is None:
         raise ValueError("index build needs --corpus (or --resume to finish an interrupted build)")
     corpus_path = Path(corpus_path).resolve()

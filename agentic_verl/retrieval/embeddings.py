@@ -7,7 +7,7 @@ read by `agentic-verl index build --backend dense --embeddings DIR` instead of e
     00001.npy ...
 
 manifest.json: the encoder exactly as the dense index meta records it (`model`, `convention`, `query_prefix`,
-`passage_prefix`, `normalized`, `metric`, `dim`, `max_seq_length`: dense.describe), the corpus fingerprint
+`passage_prefix`, `normalized`, `metric`, `dim`, `max_seq_length`: dense_encoder.describe), the corpus fingerprint
 (`path`, `sha256`, `passages`), `shard_size`, and `shards`: per shard its `start`, `rows`, whether it is `done`,
 its first and last corpus id. A shard file is written to `NAME.tmp`, flushed to disk and renamed, and only then
 marked done, so a half-written file (a crash, a full disk) is never taken for a finished shard: it is a `.tmp` that
@@ -28,12 +28,13 @@ from typing import IO
 import numpy as np
 
 from agentic_verl import __version__
+from agentic_verl.retrieval.backends.dense_encoder import resolve_convention, resolve_model_path
 from agentic_verl.retrieval.corpus import count_lines, file_sha256
 from agentic_verl.retrieval.protocol import Passage
 
 FORMAT = "agentic_verl.embeddings/1"
 MANIFEST_FILE = "manifest.json"
-# what the dense index meta takes from the manifest (dense.describe's keys): the query side of the index
+# what the dense index meta takes from the manifest (dense_encoder.describe's keys): the query side of the index
 ENCODER_KEYS = ("model", "convention", "query_prefix", "passage_prefix", "normalized", "metric", "dim",
                 "max_seq_length")
 
@@ -96,10 +97,8 @@ def open_shard(folder: Path, shard: int, manifest: dict) -> np.ndarray:
 
 def plan_folder(out_dir: Path, corpus, model: str | None, text: tuple, shard_size: int) -> dict:
     """A new embeddings folder's manifest, no shard done: the corpus counted and fingerprinted, the shards planned;
-    `text` = (convention, query_prefix, passage_prefix) for dense.resolve_convention. Not written yet: the run
+    `text` = (convention, query_prefix, passage_prefix) for dense_encoder.resolve_convention. Not written yet: the run
     writes it once its workers have loaded the model and given `dim`."""
-    from agentic_verl.retrieval.backends.dense import resolve_convention
-
     if corpus is None or not model:
         raise ValueError("index encode needs --corpus, --model and --out (or --out and --resume)")
     text = resolve_convention(model, *text)
@@ -129,8 +128,6 @@ def plan_folder(out_dir: Path, corpus, model: str | None, text: tuple, shard_siz
 def reopen_folder(out_dir: Path, corpus, model: str | None, text: tuple | None, shard_size: int | None) -> dict:
     """The manifest of a folder to resume, refused if an argument given (not None) differs from it or the corpus
     changed; half-written files are deleted and damaged shards marked to encode again."""
-    from agentic_verl.retrieval.backends.dense import resolve_convention
-
     manifest = read_manifest(out_dir)
     recorded = manifest["corpus"]["path"]
     if corpus is not None and Path(corpus).resolve() != Path(recorded):
@@ -197,10 +194,8 @@ class Embeddings:
         return np.concatenate(parts) if parts else np.zeros((0, self.shape[1]), dtype=np.float32)
 
     def check_encoder(self, model: str | None, text=None) -> None:
-        """Refuse a model or a convention (dense.TextConvention) other than those the passages were encoded with;
+        """Refuse a model or a convention (dense_encoder.TextConvention) other than those the passages were encoded with;
         None: not given."""
-        from agentic_verl.retrieval.backends.dense import resolve_model_path
-
         recorded = self.manifest["model"]
         if model is not None and model != recorded and resolve_model_path(model) != resolve_model_path(recorded):
             raise ValueError(f"{self.folder} was encoded with model {recorded!r}, not {model!r}: queries must be "

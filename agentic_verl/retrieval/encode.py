@@ -4,8 +4,9 @@
 - Streamed: the driver reads the corpus once, `shard_size` passages at a time, and hands each shard's texts to the
   least busy worker (at most 2 shards queued per worker), so it holds a few shards, never the corpus.
 - Workers: `EncodeWorker` Ray actors with `gpus_per_worker` GPUs each (default 1 when the cluster has GPUs, else 0:
-  CPU) and 1 CPU, each running dense.Encoder: the same model loading, passage prefix (dense.resolve_convention) and
-  normalisation as an in-process `index build --backend dense`, so both give the same vectors.
+  CPU) and 1 CPU, each running dense_encoder.Encoder: the same model loading, passage prefix
+  (dense_encoder.resolve_convention) and normalisation as an in-process `index build --backend dense`, so both give
+  the same vectors.
 - Output: each shard comes back to the driver, which writes it atomically and only then marks it done in
   manifest.json (embeddings.py). A progress bar shows passages/s and the ETA.
 - Failures: a worker that dies (killed, preempted, out of memory) is replaced and its shards are sent again, up to
@@ -27,7 +28,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from agentic_verl.retrieval.backends.dense import Encoder, TextConvention, describe
+from agentic_verl.retrieval.backends.dense_encoder import Encoder, TextConvention, describe
 from agentic_verl.retrieval.corpus import iter_lines, parse_line
 from agentic_verl.retrieval.embeddings import plan_folder, reopen_folder, resume_command, write_manifest, write_shard
 
@@ -41,7 +42,7 @@ class EncodeError(RuntimeError):
 
 
 class EncodeWorker:
-    """One encoder (a Ray actor): dense.Encoder for `model` with the passage prefix of `convention`."""
+    """One encoder (a Ray actor): dense_encoder.Encoder for `model` with the passage prefix of `convention`."""
 
     def __init__(self, model: str, convention: TextConvention, batch_size: int, device: str):
         self.model, self.encoder = model, Encoder(model, convention, batch_size=batch_size, device=device)
@@ -70,7 +71,7 @@ def encode_corpus(corpus: str | Path | None, model: str | None, out_dir: str | P
     if gpus_per_worker is not None and gpus_per_worker < 0:
         raise ValueError(f"gpus_per_worker must be >= 0, got {gpus_per_worker}")
     out_dir = Path(out_dir)
-    text = (convention or "auto", query_prefix, passage_prefix)  # resolved for the model (dense.resolve_convention)
+    text = (convention or "auto", query_prefix, passage_prefix)  # resolved for the model (dense_encoder.resolve_convention)
     if resume:
         given = None if (convention, query_prefix, passage_prefix) == (None, None, None) else text
         manifest = reopen_folder(out_dir, corpus, model, given, shard_size)

@@ -109,7 +109,7 @@ def _dense(meta: dict, folders: list[Path]) -> list[dict]:
 
 
 def _model_size(model: str) -> int:
-    from agentic_verl.retrieval.backends.dense import resolve_model_path
+    from agentic_verl.retrieval.backends.dense_encoder import resolve_model_path
 
     folder = Path(resolve_model_path(model))
     if not folder.is_dir():

@@ -17,8 +17,6 @@
 
 from __future__ import annotations
 
-import datetime
-import importlib
 import json
 import shutil
 import time
@@ -28,38 +26,16 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from agentic_verl import __version__
-from agentic_verl.registry import RegistryError
-from agentic_verl.retrieval.backends.base import BACKENDS, META_FILE, RetrievalBackend
+from agentic_verl.retrieval.backends.base import (
+    DEFAULT_BACKEND,
+    META_FILE,
+    RetrievalBackend,
+    backend_class,
+    common_meta,
+)
+from agentic_verl.retrieval.build import build_sharded_index, unfinished_build_error
 from agentic_verl.retrieval.corpus import count_lines, file_sha256, read_corpus
 from agentic_verl.retrieval.protocol import Passage
-
-# The module that registers each built-in backend, imported only when that backend is used
-# (lucene needs a JVM, dense needs torch + faiss).
-BACKEND_MODULES = {
-    "bm25s": "agentic_verl.retrieval.backends.bm25s_backend",
-    "lucene": "agentic_verl.retrieval.backends.lucene",
-    "dense": "agentic_verl.retrieval.backends.dense",
-    "hybrid": "agentic_verl.retrieval.backends.hybrid",
-}
-DEFAULT_BACKEND = "bm25s"
-# Keys build_index writes; a backend's own meta may not overwrite them.
-_COMMON_KEYS = ("backend", "corpus", "passages", "options", "agentic_verl_version", "built_at", "build_seconds",
-                "shards")
-
-
-def backend_class(name: str) -> type[RetrievalBackend]:
-    """The backend registered as `name` (importing its module first), or a `module:Class` reference."""
-    module = BACKEND_MODULES.get(name)
-    if module is not None and name not in BACKENDS:
-        try:
-            importlib.import_module(module)
-        except ImportError as exc:
-            raise ImportError(f"retrieval backend {name!r} is not available: {exc}") from exc
-    try:
-        return BACKENDS.get(name)
-    except RegistryError as exc:  # a user error: one clear line from the CLI
-        raise ValueError(str(exc)) from None
 
 
 @dataclass
@@ -87,8 +63,6 @@ def build_index(corpus_path: str | Path | None, out_dir: str | Path, backend: st
     bounded in memory and resumable (build.py); without, the backend indexes the corpus in one folder.
     """
     if shards is not None or resume:
-        from agentic_verl.retrieval.build import build_sharded_index
-
         return build_sharded_index(corpus_path, out_dir, backend, shards=shards, resume=resume,
                                    overwrite=overwrite, show_progress=show_progress, **options)
     if corpus_path is None:
@@ -117,28 +91,10 @@ def build_index(corpus_path: str | Path | None, out_dir: str | Path, backend: st
     return meta
 
 
-def common_meta(backend_meta: dict, backend: str, corpus_path: Path, sha256: str, passages: int, options: dict,
-                build_seconds: float) -> dict:
-    """index_meta.json: the backend's part plus what every index records (backend, corpus, passages, ...)."""
-    meta = {key: value for key, value in backend_meta.items() if key not in _COMMON_KEYS}
-    meta.update(
-        backend=backend,
-        corpus={"path": str(corpus_path), "sha256": sha256},
-        passages=passages,
-        options=options,
-        agentic_verl_version=__version__,
-        built_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        build_seconds=round(build_seconds, 3),
-    )
-    return meta
-
-
 def read_meta(index_dir: str | Path) -> dict:
     """index_meta.json of a finished index folder; an interrupted build raises IncompleteIndexError (build.py)."""
     meta_path = Path(index_dir) / META_FILE
     if not meta_path.is_file():
-        from agentic_verl.retrieval.build import unfinished_build_error
-
         unfinished = unfinished_build_error(Path(index_dir))
         if unfinished is not None:
             raise unfinished

@@ -16,6 +16,7 @@ MODULES = [
     "agentic_verl.retrieval.shards",
     "agentic_verl.retrieval.footprint",
     "agentic_verl.retrieval.backends.faiss_indexes",
+    "agentic_verl.retrieval.backends.dense_encoder",
     "agentic_verl.retrieval.service",
 ]
 

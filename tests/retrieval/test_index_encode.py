@@ -14,7 +14,7 @@ import pytest
 
 from agentic_verl.cli import main
 from agentic_verl.cpu.cleanup import processes_mentioning, stop_processes
-from agentic_verl.retrieval.backends.dense import CONVENTIONS, DEFAULT_MODEL, Encoder
+from agentic_verl.retrieval.backends.dense_encoder import CONVENTIONS, DEFAULT_MODEL, Encoder
 from agentic_verl.retrieval.corpus import file_sha256, read_corpus
 from agentic_verl.retrieval.embeddings import Embeddings, open_shard
 from agentic_verl.retrieval.encode import encode_corpus

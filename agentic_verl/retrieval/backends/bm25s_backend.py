@@ -2,7 +2,7 @@
 
 Text is lower-cased, split on `\\w\\w+`, English stopwords removed and stemmed with PyStemmer (Snowball
 English); the tokenizer settings, its vocabulary and the BM25 parameters are saved with the index, so queries
-are tokenized exactly like the corpus. Passages are kept in a memory-mapped docstore (see docstore.py).
+are tokenized exactly like the corpus (the folder's files, the options and the tokenizer: bm25s_format.py). Passages are kept in a memory-mapped docstore (see docstore.py).
 
 Build options (`agentic-verl index build --backend bm25s -o k1=0.9 ...`):
   k1 (1.5), b (0.75), method ("lucene"; also "robertson", "atire", "bm25l", "bm25+"),
@@ -31,46 +31,19 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from agentic_verl.retrieval.backends.base import BACKENDS, RetrievalBackend
+from agentic_verl.retrieval.backends.bm25s_format import BM25_DIR, OPTIONS, TOKENIZER_DIR, describe, make_tokenizer
 from agentic_verl.retrieval.docstore import DocStore, DocStoreWriter
 from agentic_verl.retrieval.protocol import Passage
 from agentic_verl.retrieval.shards import fetch, is_sharded, merge_topk, open_docstores
 
-BM25_DIR = "bm25s"
-TOKENIZER_DIR = "tokenizer"
 _MIN_BATCH_FOR_THREADS = 64  # below this a thread pool costs more than it saves
 SCORER_ENV = "AGENTIC_VERL_BM25S_SCORER"
-
-
-def _stemmer(language: str):
-    if language in ("", "none", None):
-        return None
-    import Stemmer
-
-    try:
-        return Stemmer.Stemmer(language)
-    except KeyError:
-        raise ValueError(f"unknown stemmer language {language!r}; known: {sorted(Stemmer.algorithms())}") from None
-
-
-def make_tokenizer(stopwords: str, stemmer: str):
-    from bm25s.tokenization import Tokenizer
-
-    if stopwords not in ("en", "english", "none", ""):
-        raise ValueError(f"stopwords must be 'en' or 'none', got {stopwords!r}")
-    return Tokenizer(lower=True, stopwords=[] if stopwords in ("none", "") else "en", stemmer=_stemmer(stemmer))
 
 
 @BACKENDS.register("bm25s")
 class BM25sBackend(RetrievalBackend):
     name = "bm25s"
-    OPTIONS = {
-        "k1": "BM25 term-frequency saturation (1.5)",
-        "b": "BM25 length normalisation (0.75)",
-        "method": "BM25 variant: lucene (default), robertson, atire, bm25l, bm25+",
-        "stopwords": "en (default) or none",
-        "stemmer": "PyStemmer language (english, default) or none",
-        "n_threads": "threads for searching large batches (default min(4, cpus))",
-    }
+    OPTIONS = OPTIONS
 
     def __init__(self, tokenizer, shards: list[tuple[object, DocStore]], n_threads: int):
         """`shards`: (bm25s.BM25, its passages) per shard, in corpus order; one for an unsharded index."""
@@ -183,19 +156,6 @@ class BM25sBackend(RetrievalBackend):
     def close(self) -> None:
         for _, docs in self.shards:
             docs.close()
-
-
-def describe(tokenizer, stopwords: str, stemmer: str, k1: float, b: float, method: str, n_threads) -> dict:
-    """The bm25s part of index_meta.json."""
-    import bm25s
-
-    return {
-        "tokenizer": {"lower": True, "splitter": r"(?u)\b\w\w+\b", "stopwords": stopwords,
-                      "stemmer": f"PyStemmer {stemmer}" if _stemmer(stemmer) else "none",
-                      "vocab_size": len(tokenizer.get_vocab_dict()), "words": len(tokenizer.word_to_id)},
-        "bm25": {"k1": float(k1), "b": float(b), "method": method, "library": f"bm25s {bm25s.__version__}"},
-        "n_threads": n_threads,
-    }
 
 
 def _select_scorer(retriever, scorer: str) -> None:

@@ -29,13 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agentic_verl.retrieval.backends.bm25s_backend import (
-    BM25_DIR,
-    TOKENIZER_DIR,
-    BM25sBackend,
-    describe,
-    make_tokenizer,
-)
+from agentic_verl.retrieval.backends.bm25s_format import BM25_DIR, OPTIONS, TOKENIZER_DIR, describe, make_tokenizer
 from agentic_verl.retrieval.docstore import DocStoreWriter
 
 _CHUNK = 8192  # passages per statistics update (pass 1) and per scoring block (pass 2)
@@ -82,7 +76,7 @@ def build_shards(build, k1: float = 1.5, b: float = 0.75, method: str = "lucene"
                  stemmer: str = "english", n_threads: int | None = None, **unknown) -> dict:
     """bm25s's `build_sharded`: the two passes above as resumable steps; returns the bm25s part of the meta."""
     if unknown:
-        raise ValueError(f"unknown bm25s option(s) {sorted(unknown)}; known: {sorted(BM25sBackend.OPTIONS)}")
+        raise ValueError(f"unknown bm25s option(s) {sorted(unknown)}; known: {sorted(OPTIONS)}")
     import bm25s  # noqa: F401 - fail before reading the corpus if it is missing
 
     k1, b = float(k1), float(b)

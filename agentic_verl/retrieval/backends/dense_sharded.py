@@ -24,17 +24,12 @@ from pathlib import Path
 import numpy as np
 
 from agentic_verl.extras import require
-from agentic_verl.retrieval.backends.dense import (
-    DEFAULT_MODEL,
+from agentic_verl.retrieval.backends.dense_encoder import DEFAULT_MODEL, PURPOSE, Encoder, describe, resolve_convention
+from agentic_verl.retrieval.backends.dense_format import (
     EMBEDDINGS_FILE,
-    PURPOSE,
-    DenseBackend,
-    Encoder,
     check_faiss_options,
-    describe,
     encode_to_npy,
     open_encoded,
-    resolve_convention,
     sample_rows,
 )
 from agentic_verl.retrieval.backends.faiss_indexes import FAISS_FILE, add_in_chunks, index_settings, new_index
@@ -52,7 +47,7 @@ def build_shards(build, model: str | None = None, convention: str | None = None,
     `embeddings`: an `index encode` folder (its corpus must be this one: sha256 and ids checked; its model and
     convention are the index's), or a .npy of the passages' vectors (row i = passage i, encoded elsewhere with
     `model` and its convention); either is copied instead of encoding, rows L2-normalised."""
-    faiss_options = check_faiss_options(faiss_index, options, DenseBackend.OPTIONS)
+    faiss_options = check_faiss_options(faiss_index, options)
     faiss = require("faiss", PURPOSE)
     if embeddings and Path(embeddings).is_dir():
         store = open_encoded(embeddings, model, convention, query_prefix, passage_prefix)

@@ -19,7 +19,7 @@ import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from agentic_verl.retrieval.backends.base import BACKENDS, META_FILE, RetrievalBackend
+from agentic_verl.retrieval.backends.base import BACKENDS, META_FILE, RetrievalBackend, backend_class
 from agentic_verl.retrieval.docstore import DocStore
 from agentic_verl.retrieval.protocol import Passage
 
@@ -76,8 +76,6 @@ class HybridBackend(RetrievalBackend):
         dense_options: dict | None = None,
         **options,
     ) -> dict:
-        from agentic_verl.retrieval.index import backend_class  # not at import: index.py imports backends lazily
-
         sparse_options, dense_options = dict(sparse_options or {}), dict(dense_options or {})
         for key, value in options.items():
             prefix, _, name = key.partition(".")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from _backends_testlib import DOG, KITTEN, PARAPHRASE_QUERY, RARE, make_passages, run_without
 
-from agentic_verl.retrieval.backends.dense import BGE_QUERY_INSTRUCTION, CONVENTIONS, resolve_convention
+from agentic_verl.retrieval.backends.dense_encoder import BGE_QUERY_INSTRUCTION, CONVENTIONS, resolve_convention
 from agentic_verl.retrieval.index import build_index, load_index, read_meta
 
 pytestmark = pytest.mark.dense

@@ -18,7 +18,7 @@ import pytest
 from _backends_testlib import make_passages, write_corpus
 
 from agentic_verl.cli import main
-from agentic_verl.retrieval.backends.dense import BGE_QUERY_INSTRUCTION, CONVENTIONS, resolve_convention
+from agentic_verl.retrieval.backends.dense_encoder import BGE_QUERY_INSTRUCTION, CONVENTIONS, resolve_convention
 from agentic_verl.retrieval.index import load_index, read_meta
 
 pytestmark = pytest.mark.dense

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from _backends_testlib import KITTEN, PARAPHRASE_QUERY, make_passages, write_corpus
 
-from agentic_verl.retrieval.backends.dense import sample_rows
+from agentic_verl.retrieval.backends.dense_format import sample_rows
 from agentic_verl.retrieval.backends.faiss_indexes import add_in_chunks, index_settings, new_index
 from agentic_verl.retrieval.build import IncompleteIndexError
 from agentic_verl.retrieval.index import build_index, load_index
