@@ -87,9 +87,10 @@ _TINY_ARCHES = {
 
 
 def make_tiny_model(out: str | os.PathLike, arch: str = "qwen2", hidden_size: int = 64, num_layers: int = 2,
-                    seed: int = 0, dtype: str = "float32") -> Path:
-    """A random `arch` model (a few hundred thousand weights plus the 151k-token Qwen embedding) with the
-    real Qwen tokenizer and its chat template; for tests."""
+                    seed: int = 0, dtype: str = "float32", tokenizer_dir: str | os.PathLike | None = None) -> Path:
+    """A random `arch` model (a few hundred thousand weights plus the embedding of its tokenizer's vocabulary)
+    with a real tokenizer and its chat template: the Qwen tokenizer (151k tokens) unless `tokenizer_dir` names
+    another (SmolLM2's 49k-token one makes every logit three times cheaper); for tests."""
     import torch
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -97,7 +98,7 @@ def make_tiny_model(out: str | os.PathLike, arch: str = "qwen2", hidden_size: in
     if arch not in _TINY_ARCHES:
         raise ValueError(f"unknown arch {arch!r}; known: {sorted(_TINY_ARCHES)}")
     out = Path(out)
-    tokenizer = AutoTokenizer.from_pretrained(str(qwen_tokenizer_dir()))
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir or qwen_tokenizer_dir()))
     config_name, extra = _TINY_ARCHES[arch]
     config = getattr(transformers, config_name)(
         vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=2 * hidden_size,

@@ -43,3 +43,20 @@ def test_smollm2_converted_once_answers_sensibly():
     # the GGUF names <|im_start|> as EOS; the converted folder must stop on the end-of-turn token instead
     assert engine.tokenizer.eos_token == "<|im_end|>"
     assert out.stop_reason == "completed" and out.token_ids[-1] == engine.tokenizer.eos_token_id
+
+
+
+@pytest.mark.slow
+def test_tiny_model_with_smollm2s_tokenizer_has_its_vocabulary_and_end_of_turn(tmp_path):
+    from transformers import AutoTokenizer
+
+    from agentic_verl.cpu.models import make_tiny_model, smollm2_hf_dir
+
+    smollm2 = smollm2_hf_dir()
+    path = make_tiny_model(tmp_path / "tiny", arch="llama", tokenizer_dir=smollm2)
+    config = json.loads((path / "config.json").read_text())
+    reference = AutoTokenizer.from_pretrained(str(smollm2))
+    assert config["vocab_size"] == len(reference) == 49152  # not Qwen's 151k
+    engine = HFGenerationEngine(path, path)
+    assert engine.tokenizer.get_vocab() == reference.get_vocab()
+    assert engine.tokenizer.eos_token == "<|im_end|>" and config["eos_token_id"] == reference.eos_token_id
