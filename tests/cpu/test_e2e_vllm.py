@@ -86,7 +86,8 @@ def check_trajectory_tokens(record: dict, tokenizer) -> int:
     """The multi-turn layout verl trains on; returns the number of search turns seen.
     - ids and mask line up; policy and observation tokens alternate in runs;
     - a policy run that closes a <search> block ends with the tokens of </search> (vLLM returned the stop tag
-      in `token_ids`, and nothing after it), and the next run is the tool's `<information>` observation;
+      in `token_ids`, and nothing after it), and the next run is the tool's `<information>` observation, unless
+      the block came in the last turn (search disabled after max_turns, or the response budget ran out);
     - prompt + response decode to the prompt followed by the runs' texts (nothing re-tokenised)."""
     ids, mask, segments = record["response_ids"], record["response_mask"], record["response_segments"]
     assert len(ids) == len(mask) and set(mask) <= {0, 1}
@@ -96,11 +97,14 @@ def check_trajectory_tokens(record: dict, tokenizer) -> int:
         text = tokenizer.decode(ids[segment["start"]:segment["start"] + segment["num_tokens"]],
                                 skip_special_tokens=False)
         if segment["policy"] and "</search>" in text:  # a complete search block (an unclosed one is invalid)
-            searches += 1
             assert text.endswith("</search>"), f"search turn does not end at the stop tag: {text!r}"
+            if i + 1 == len(segments):  # the final turn (search disabled) or the response budget: nothing runs
+                continue
+            searches += 1
             observation = segments[i + 1]
             assert not observation["policy"] and observation["text"].startswith("\n<information>")
-            assert observation["text"].endswith("</information>\n")
+            if i + 2 < len(segments):  # the last run may be cut at the response budget
+                assert observation["text"].endswith("</information>\n")
     whole = tokenizer.decode(record["prompt_ids"] + ids, skip_special_tokens=False)
     assert whole == tokenizer.decode(record["prompt_ids"], skip_special_tokens=False) + "".join(
         tokenizer.decode(ids[s["start"]:s["start"] + s["num_tokens"]], skip_special_tokens=False) for s in segments)
