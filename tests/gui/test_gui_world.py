@@ -25,6 +25,15 @@ def _files(folder: Path) -> dict[str, str]:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+def test_size_bucket_docstring_examples():
+    import doctest
+
+    from agentic_verl.gui import sizes
+
+    result = doctest.testmod(sizes)
+    assert result.attempted > 0 and result.failed == 0
+
+
 def test_a_seed_draws_the_same_screens_and_another_seed_others():
     first, again, other = GuiWorld(3), GuiWorld(3), GuiWorld(4)
     assert first.labels == again.labels and first.labels != other.labels
