@@ -13,7 +13,8 @@ Questions come in four of BFCL's kinds (its category names):
 - irrelevance: a question about an API that is not offered (the one offered shares its verb when the split has
   one): the right output is no call.
 Each question states its argument values in words ("with 12 vorkals, the tasko Brenu and gilm off"), and carries
-a one- or two-sentence templated reasoning (FunReason's `<think>` span for SFT).
+a templated reasoning of two or three short sentences (FunReason's `<think>` span for SFT) that states the request,
+what each offered function does, then whether one fits and which arguments the question gives.
 
 APIs are split into train / dev / test, disjoint: dev and test questions are about held-out APIs (dev is for
 choosing settings, test for reporting). Everything is drawn from one `random.Random(seed)`: the same seed and sizes
@@ -194,28 +195,31 @@ def _given(args: dict) -> str:
 def _question(rng: random.Random, names: _Names, pool: list[Api], kind: str) -> dict:
     api = rng.choice(pool)
     others = [a for a in pool if a is not api]
+    # The reasoning puts the request beside what each offered function does before it decides, for every kind.
+    wants = f"The user wants to {api.verb} a {api.noun}."
     if kind == "irrelevance":
         offered = rng.choice([a for a in others if a.verb == api.verb] or others)
         text = _sentence(rng.choice(_SENTENCES), api, args=_state(rng, api, _arguments(rng, names, api)))
-        reasoning = (f"The user wants to {api.verb} a {api.noun}, but {offered.name} can only {offered.verb} a "
-                     f"{offered.noun}, so no function fits.")
+        reasoning = f"{wants} {_does(offered)}, so it does not fit; no function is called."
         return _entry(kind, text, [offered], None, reasoning)
     if kind == "parallel":
         first = _arguments(rng, names, api)
         second = _arguments(rng, names, api, avoid=first)
         text = _sentence(rng.choice(_PARALLEL), api, args1=_state(rng, api, first), args2=_state(rng, api, second))
-        reasoning = f"The user wants two {api.noun}s, so {api.name} is called twice, each with its own values."
+        reasoning = f"The user wants to {api.verb} two {api.noun}s. {_does(api)}, so it fits, called once for each."
         return _entry(kind, text, [api], [_possible_answer(api, first), _possible_answer(api, second)], reasoning)
     args = _arguments(rng, names, api)
     text = _sentence(rng.choice(_SENTENCES), api, args=_state(rng, api, args))
     offered = [api]
-    reasoning = f"{api.name} can {api.verb} a {api.noun}, and the question gives {_given(args)}."
     if kind == "multiple":
         offered = [api, rng.choice(others)]
         rng.shuffle(offered)
-        other = next(a for a in offered if a is not api)
-        reasoning = f"Only {api.name} can {api.verb} a {api.noun} ({other.name} cannot); the question gives {_given(args)}."
+    reasoning = f"{wants} {'; '.join(_does(a) for a in offered)}. {api.name} fits; the question gives {_given(args)}."
     return _entry(kind, text, offered, [_possible_answer(api, args)], reasoning)
+
+
+def _does(api: Api) -> str:
+    return f"{api.name} {_third_person(api.verb)} a {api.noun}"
 
 
 def _entry(kind: str, text: str, offered: list[Api], ground_truth: list | None, reasoning: str) -> dict:

@@ -32,16 +32,16 @@ SEED=${SEED:-0}
 APIS=${APIS:-24 8 8}                          # invented APIs for train, dev, test (disjoint)
 QUESTIONS=${QUESTIONS:-64 12 12}              # questions per kind (4 kinds) for train, dev, test
 EVAL_SPLIT=${EVAL_SPLIT:-test}                # test (report) | dev (choose settings)
-EVAL_MAX_TOKENS=${EVAL_MAX_TOKENS:-192}       # gold targets are <= ~110 tokens
-SFT_STEPS=${SFT_STEPS:-8}
-SFT_BATCH_SIZE=${SFT_BATCH_SIZE:-8}
-SFT_MICRO_BATCH_SIZE=${SFT_MICRO_BATCH_SIZE:-8}
-SFT_LR=${SFT_LR:-1e-4}
+EVAL_MAX_TOKENS=${EVAL_MAX_TOKENS:-160}       # gold targets are <= ~120 tokens
+SFT_STEPS=${SFT_STEPS:-12}
+SFT_BATCH_SIZE=${SFT_BATCH_SIZE:-4}
+SFT_MICRO_BATCH_SIZE=${SFT_MICRO_BATCH_SIZE:-4}
+SFT_LR=${SFT_LR:-2e-4}                        # constant (no warm-up, no decay)
 GRPO_STEPS=${GRPO_STEPS:-3}
 GRPO_BATCH_SIZE=${GRPO_BATCH_SIZE:-4}         # questions per step
 ROLLOUT_N=${ROLLOUT_N:-4}                     # samples per question (the GRPO group)
-GRPO_LR=${GRPO_LR:-1e-5}
-MAX_RESPONSE_LENGTH=${MAX_RESPONSE_LENGTH:-192}
+GRPO_LR=${GRPO_LR:-2e-5}
+MAX_RESPONSE_LENGTH=${MAX_RESPONSE_LENGTH:-160}
 REWARD_CONFIG=${REWARD_CONFIG:-reward_fns/configs/funreason_ast_format.yaml}
 AGENTIC_VERL=${AGENTIC_VERL:-$ROOT/.venv/bin/agentic-verl}
 
@@ -80,7 +80,7 @@ mkdir -p "$OUT/logs" "$OUT/eval"
 demo_begin 9
 evaluate() { # evaluate NAME LABEL MODEL: greedy, the training prompt, every kind of the evaluated split
     run_logged "$OUT/logs/eval_$1.log" grep --line-buffered -E '^\| (simple_python|multiple|parallel|irrelevance|all) ' -- \
-        "$AGENTIC_VERL" eval bfcl --model "$3" --engine hf --questions "$OUT/world/$EVAL_SPLIT"/BFCL_v4_*.json \
+        "$AGENTIC_VERL" eval bfcl --model "$3" --engine vllm --questions "$OUT/world/$EVAL_SPLIT"/BFCL_v4_*.json \
         --prompt funreason --max-tokens "$EVAL_MAX_TOKENS" --out "$OUT/eval/$1" --label "$2"
 }
 sft() { # sft NAME RECIPE: the SFT recipe on the world's SFT rows, the same data, steps and settings for both losses
@@ -92,7 +92,7 @@ sft() { # sft NAME RECIPE: the SFT recipe on the world's SFT rows, the same data
         run_logged "$OUT/logs/$1.log" progress "  $1" train/loss srml/loss_think srml/loss_call -- \
         bash "$2" trainer.total_epochs=100 trainer.resume_mode=disable trainer.save_freq=-1 \
             'checkpoint.save_contents=[hf_model]' engine.use_torch_compile=False \
-            model.enable_gradient_checkpointing=False optim.lr_warmup_steps_ratio=0
+            model.enable_gradient_checkpointing=False optim.lr_warmup_steps_ratio=0 optim.lr_scheduler_type=constant
 }
 
 stage 1 "function-calling toy world (seed $SEED) -> $OUT/world, SFT and RL parquet -> $OUT/data"
@@ -155,6 +155,9 @@ stage_end
     --training "GRPO=$OUT/logs/grpo_metrics.jsonl@${STAGE_SECONDS[8]}" \
     --stage "after GRPO=$OUT/eval/3_grpo/result.json@${STAGE_SECONDS[9]}" \
     --seconds-total $(($(date +%s) - START))
+"$AGENTIC_VERL" view --summary "$OUT/summary.json" -o "$OUT/report.html" \
+    --title "agentic_verl demo: FunReason on a function-calling toy world (seed $SEED)" > "$OUT/logs/view.log" 2>&1 &&
+    echo "plots: $OUT/report.html" || echo "(no plots: see $OUT/logs/view.log)"
 NOW=$(date +%s)
 printf '\nFunReason miniature, seed %s: %dm%02ds in all; per-question results in %s/eval/*/result.json, logs in %s/logs/\n' \
     "$SEED" $(((NOW - START) / 60)) $(((NOW - START) % 60)) "$OUT" "$OUT"
