@@ -1,4 +1,4 @@
-"""`rag_r1`: the RAG-R1 / Search-R1 tag protocol as a verl agent loop (see ../shared/reference/methods.md).
+"""`rag_r1`: the RAG-R1 / Search-R1 tag protocol as a verl agent loop (docs/methods.md, "RAG-R1").
 
 One assistant turn that the policy continues across searches:
 

@@ -1,6 +1,6 @@
 """The V2P action vocabulary: three pointer tokens, the target action, the grounding prompt (no torch import).
 
-V2P (methods.md, "V2P") trains Qwen2.5-VL to answer a grounding instruction with
+V2P (docs/methods.md, "V2P") trains Qwen2.5-VL to answer a grounding instruction with
 
     pyautogui.click(<|pointer_start|><|pointer_pad|><|pointer_end|>)
 

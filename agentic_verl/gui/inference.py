@@ -1,6 +1,6 @@
 """V2P inference: pointer distribution -> one click, mapped back to the original screenshot's pixels.
 
-methods.md (V2P, "Inference"): keep the patches whose probability is at least 0.3 x the maximum, group them into
+docs/methods.md (V2P, "Inference"): keep the patches whose probability is at least 0.3 x the maximum, group them into
 4-connected regions, take the region holding the highest peak and click its attention-weighted centroid.
 
 Coordinates: the processor resizes the screenshot with Qwen2.5-VL's `smart_resize` (sides multiples of 28, area

@@ -1,6 +1,6 @@
 """V2P pointer labels: a Gaussian over the ground-truth box, integrated over the 28x28 patch grid (no torch import).
 
-methods.md (V2P, "Labels"): for every patch overlapping the box, the probability mass of
+docs/methods.md (V2P, "Labels"): for every patch overlapping the box, the probability mass of
 N(box centre, diag(sx^2, sy^2)) over (patch ∩ box), with sx = w / sigma_factor and sy = h / sigma_factor (the paper's
 scripts pass sigma_factor = 1); patches outside the box get 0; the label is normalised to sum 1. Mass that falls
 outside the image (a box running past the edge) is dropped before normalising.

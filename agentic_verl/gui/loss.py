@@ -1,6 +1,6 @@
 """V2P's pointer loss: KL(label || pointer distribution) + the "valley" term, and the weighted total.
 
-methods.md (V2P, "Loss"): L_ptr = KL(target || softmax(logits)) + attention mass on the patches whose label is 0
+docs/methods.md (V2P, "Loss"): L_ptr = KL(target || softmax(logits)) + attention mass on the patches whose label is 0
 (the valley term pushes the distribution off the background, where KL alone is indifferent); total =
 w_lm * CE + w_ptr * L_ptr. Samples are averaged; a sample's logits and label cover that sample's image patches.
 
@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 import torch
 
-# Training stages (methods.md, V2P): "warmup" trains only the pointer head and the three pointer-token embedding rows
-# with the LM loss off; "full" trains every weight on w_lm * CE + w_ptr * L_ptr.
+# Training stages (docs/methods.md, V2P): "warmup" trains only the pointer head and the three pointer-token embedding
+# rows with the LM loss off; "full" trains every weight on w_lm * CE + w_ptr * L_ptr.
 STAGES = ("warmup", "full")
 
 

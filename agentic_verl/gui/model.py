@@ -1,6 +1,6 @@
 """The V2P pointer model: Qwen2.5-VL plus three pointer tokens and a vision/text pointer head, as a transformers model.
 
-methods.md (V2P): the target action is `pyautogui.click(<|pointer_start|><|pointer_pad|><|pointer_end|>)`. A vision
+docs/methods.md (V2P): the target action is `pyautogui.click(<|pointer_start|><|pointer_pad|><|pointer_end|>)`. A vision
 head (self-attention + residual + LayerNorm over the input visual patch embeddings, i.e. the vision tower's merged
 28x28-pixel tokens that enter the LLM, then an MLP) gives `enc` (N, d); an MLP over the LLM's last hidden state at
 `<|pointer_pad|>` gives `dec` (d); pointer logits = enc . dec / sqrt(d), a softmax over the image's patches.

@@ -70,7 +70,7 @@ export AGENTIC_VERL HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELI
 export RAY_AUTH_MODE=disabled RAY_USAGE_STATS_ENABLED=0
 # torch threads per process: one stage runs at a time, so each gets both cores (THREADS=1 on a busy machine). Only
 # OMP_NUM_THREADS: vLLM's CPU worker pins itself to one core, and an inherited MKL_NUM_THREADS=2 made its generation
-# ~6x slower (README "Demo").
+# ~6x slower (docs/measurements.md "RAG-R1 demo").
 THREADS=${THREADS:-2}
 export OMP_NUM_THREADS=$THREADS
 unset MKL_NUM_THREADS
@@ -126,7 +126,7 @@ stage 7 "evaluate AFTER plain SFT"
 evaluate 2_sft_plain "after plain SFT" "$PLAIN_MODEL"
 
 # bypass_mode: the rollout's log-probs are the old policy's (verl skips recomputing them); vLLM computes in fp32 here
-# as the actor does (README "Demo"). No KL loss: no reference model to run.
+# as the actor does (docs/measurements.md "RAG-R1 demo"). No KL loss: no reference model to run.
 stage 8 "GRPO from the SRML model: $GRPO_STEPS steps x $GRPO_BATCH_SIZE questions x $ROLLOUT_N samples (verl main_ppo, function_call loop, AST + format reward)"
 rm -rf "$OUT/ckpt/grpo"
 AGENTIC_VERL_DEVICE=cpu MODEL_PATH="$SRML_MODEL" TRAIN_FILE="$OUT/data/rl_train.parquet" \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GUI grounding accuracy (V2P, methods.md "V2P"): the click lands inside the ground-truth box, on ScreenSpot-v2 and
+# GUI grounding accuracy (V2P, docs/methods.md "V2P"): the click lands inside the ground-truth box, on ScreenSpot-v2 and
 # ScreenSpot-Pro (ScreenSpot v1 too), per group x text/icon, the published rows beside ours, report.html with every
 # click, box and (V2P models) pointer heatmap drawn on the screenshot.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GUI grounding with GRPO (the V2P recipe's RL variant, methods.md "V2P", "RL grounding references"): the
+# GUI grounding with GRPO (the V2P recipe's RL variant, docs/methods.md "V2P", "RL grounding references"): the
 # gui_grounding agent loop shows Qwen2.5-VL a screenshot and an instruction, parses one text click
 # `pyautogui.click(x=.., y=..)` in the pixels of the image it saw, maps it back to the screenshot; reward = click in
 # the ground-truth box (GUI-R1's point reward; REWARD_FN=compute_score_gaussian_point for GUI-G2's Gaussian one).

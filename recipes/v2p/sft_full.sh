@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# V2P (methods.md "V2P") pointer SFT, stage 2 (full fine-tune): every weight trains on w_lm * CE + w_ptr * L_ptr;
+# V2P (docs/methods.md "V2P") pointer SFT, stage 2 (full fine-tune): every weight trains on w_lm * CE + w_ptr * L_ptr;
 # verl's own SFT trainer through agentic_verl.training.sft_trainer (loss v2p, stage full), from the warm-up's model.
 # Method settings (the paper's lr 5e-6 cosine, warmup 0.03, 1 epoch, effective batch 128, w_lm = w_ptr = 1) live in
 # agentic_verl/training/config/v2p_full.yaml (+ v2p/common.yaml, loss/v2p.yaml); this script passes machine knobs only.
@@ -9,7 +9,8 @@
 #           warm-up: batch 4, 2 steps: smoke)
 # Model:    MODEL_PATH, default the latest WARMUP_DIR/global_step_N/huggingface sft_warmup.sh saved.
 # Data:     the warm-up's (agentic-verl data gui ... --out data/v2p/train.parquet).
-# Runtime:  not measured on GPUs. CPU smoke (tests/cpu/test_v2p_sft.py): see README "V2P".
+# Runtime:  not measured on GPUs. CPU smoke (tests/cpu/test_v2p_sft.py): docs/measurements.md, "V2P SFT and GRPO
+#           on CPU".
 # Checks:   `agentic-verl preflight gui --stage sft` before launching (data gui parquet with the pointer action,
 #           a V2P pointer model with its processor, GPU memory budget); PREFLIGHT=0 skips it.
 # Output:   SFT_CHECKPOINT_DIR/global_step_N/huggingface: the V2P model; evaluate it with

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# V2P (methods.md "V2P") pointer SFT, stage 1 (warm-up): only the pointer head and the three pointer-token embeddings
-# train, LM loss off; verl's own SFT trainer through agentic_verl.training.sft_trainer (loss v2p, stage warmup).
-# Method settings (the paper's lr 1e-4, 1 epoch, LM loss off; batch 128) live in agentic_verl/training/config/
+# V2P (docs/methods.md "V2P") pointer SFT, stage 1 (warm-up): only the pointer head and the three pointer-token
+# embeddings train, LM loss off; verl's own SFT trainer through agentic_verl.training.sft_trainer (loss v2p, stage
+# warmup). Method settings (the paper's lr 1e-4, 1 epoch, LM loss off; batch 128) live in agentic_verl/training/config/
 # v2p_warmup.yaml (+ v2p/common.yaml, loss/v2p.yaml); this script passes machine knobs only. Stage 2: sft_full.sh.
 #
 # Hardware: 8x A100/H100 80GB for Qwen2.5-VL-7B-Instruct (the paper's base model).
@@ -11,7 +11,8 @@
 #           mean embedding) and a fresh pointer head (python -m agentic_verl.gui.model); MODEL_PATH=DIR skips that.
 # Data:     agentic-verl data gui --data data/GUI-Actor/uground.json --images data/GUI-Actor/images \
 #               --out data/v2p/train.parquet     (any layout `data gui` reads: box -> pointer label per sample)
-# Runtime:  not measured on GPUs. CPU smoke (tests/cpu/test_v2p_sft.py, 8 synthetic screenshots): see README "V2P".
+# Runtime:  not measured on GPUs. CPU smoke (tests/cpu/test_v2p_sft.py, 8 synthetic screenshots): docs/measurements.md,
+#           "V2P SFT and GRPO on CPU".
 # Checks:   `agentic-verl preflight gui --stage sft` before launching (data gui parquet with the pointer action,
 #           a V2P pointer model with its processor, GPU memory budget); PREFLIGHT=0 skips it.
 # Output:   SFT_CHECKPOINT_DIR/global_step_N/huggingface: a V2P folder (sft_full.sh starts from the last one).
