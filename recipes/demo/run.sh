@@ -35,6 +35,7 @@ GRPO_STEPS=${GRPO_STEPS:-3}
 GRPO_BATCH_SIZE=${GRPO_BATCH_SIZE:-4}         # questions per step
 ROLLOUT_N=${ROLLOUT_N:-4}                     # samples per question (the GRPO group)
 GRPO_LR=${GRPO_LR:-2e-5}
+GRPO_MICRO_BATCH_SIZE=${GRPO_MICRO_BATCH_SIZE:-4}   # sequences per forward/backward in the actor update
 MAX_RESPONSE_LENGTH=${MAX_RESPONSE_LENGTH:-512}
 PORT=${PORT:-}                                # retrieval server port (default: a free one)
 START_STAGE=${START_STAGE:-1}                 # 7: reuse $OUT's evaluations and SFT checkpoint (stages 4-6); 1-3 always run
@@ -125,7 +126,7 @@ rm -rf "$OUT/ckpt/grpo"
 OMP_NUM_THREADS=$GRPO_THREADS \
 AGENTIC_VERL_DEVICE=cpu MODEL_PATH="$SFT_MODEL" DATA_DIR="$OUT/data" RETRIEVAL_URL="$URL" RAG_MODE=sq \
     MAX_TURNS="$MAX_TURNS" TRAIN_BATCH_SIZE="$GRPO_BATCH_SIZE" PPO_MINI_BATCH_SIZE="$GRPO_BATCH_SIZE" \
-    MICRO_BATCH_SIZE=4 ROLLOUT_N="$ROLLOUT_N" MAX_PROMPT_LENGTH=512 MAX_RESPONSE_LENGTH="$MAX_RESPONSE_LENGTH" \
+    MICRO_BATCH_SIZE="$GRPO_MICRO_BATCH_SIZE" ROLLOUT_N="$ROLLOUT_N" MAX_PROMPT_LENGTH=512 MAX_RESPONSE_LENGTH="$MAX_RESPONSE_LENGTH" \
     ACTOR_LR="$GRPO_LR" TOTAL_TRAINING_STEPS="$GRPO_STEPS" LOGGER="['console','file']" EXPERIMENT=demo_grpo \
     VERL_FILE_LOGGER_PATH="$OUT/logs/grpo_metrics.jsonl" \
     run_logged "$OUT/logs/grpo.log" progress "  GRPO" critic/score/mean response_length/mean num_turns/mean \
@@ -140,11 +141,20 @@ AGENTIC_VERL_DEVICE=cpu MODEL_PATH="$SFT_MODEL" DATA_DIR="$OUT/data" RETRIEVAL_U
         'actor_rollout_ref.actor.checkpoint.save_contents=[hf_model]'
 RL_MODEL="$OUT/ckpt/grpo/global_step_$GRPO_STEPS/actor/huggingface"
 
-stage 8 "evaluate AFTER RL, table and report"
+stage 8 "evaluate AFTER RL, summary, table and report"
 evaluate 2_grpo "after GRPO" "$RL_MODEL"
-"$AGENTIC_VERL" view "$OUT"/eval/*/trajectories -o "$OUT/report.html" --title "agentic_verl demo: RAG-R1 on a toy world" \
-    > "$OUT/logs/view.log" 2>&1 && echo "trajectory report: $OUT/report.html" || echo "(no trajectory report: see $OUT/logs/view.log)"
 stage_end
+"$AGENTIC_VERL" demo summary --method rag_r1 --seed "$SEED" --out "$OUT" \
+    --stage "before SFT=$OUT/eval/0_base/result.json@${STAGE_SECONDS[4]}" \
+    --timing "SFT=${STAGE_SECONDS[5]}" \
+    --stage "after SFT=$OUT/eval/1_sft/result.json@${STAGE_SECONDS[6]}" \
+    --training "GRPO=$OUT/logs/grpo_metrics.jsonl@${STAGE_SECONDS[7]}" \
+    --stage "after GRPO=$OUT/eval/2_grpo/result.json@${STAGE_SECONDS[8]}" \
+    --seconds-total $(($(date +%s) - START)) > "$OUT/logs/summary.log" 2>&1 || {
+    cat "$OUT/logs/summary.log" >&2; echo "demo: agentic-verl demo summary failed" >&2; exit 1; }
+"$AGENTIC_VERL" view --summary "$OUT/summary.json" "$OUT"/eval/*/trajectories -o "$OUT/report.html" \
+    --title "agentic_verl demo: RAG-R1 on a toy world (seed $SEED)" > "$OUT/logs/view.log" 2>&1 &&
+    echo "plots and trajectories: $OUT/report.html" || echo "(no report: see $OUT/logs/view.log)"
 NOW=$(date +%s)
 printf '\nEM on %s held-out toy-world questions (greedy), total %dm%02ds:\n\n' \
     "$EVAL_QUESTIONS" $(((NOW - START) / 60)) $(((NOW - START) % 60))
