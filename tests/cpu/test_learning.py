@@ -11,6 +11,8 @@ failure cases are checked on made-up metrics, without a run."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from cpu_backend_helpers import run_recipe
 from learning_task import choice_task, learning_verdict, sft_tiny_model, write_rl_parquet
@@ -19,7 +21,9 @@ STEPS = 12
 WINDOW = 4
 RUN = {"TRAIN_BATCH_SIZE": "32", "PPO_MINI_BATCH_SIZE": "32", "MICRO_BATCH_SIZE": "32", "ROLLOUT_N": "4",
        "MAX_PROMPT_LENGTH": "128", "MAX_RESPONSE_LENGTH": "8", "TOTAL_TRAINING_STEPS": str(STEPS)}
-LEARNING_RATE = "2e-3"
+# AGENTIC_VERL_LEARNING_TEST_LR=0 runs the control by hand: the same run without learning must fail the verdict
+# (docs/measurements.md, "Learning test").
+LEARNING_RATE = os.environ.get("AGENTIC_VERL_LEARNING_TEST_LR", "3e-3")
 # Adam divides each update by the root of the gradient's running square plus eps: with torch's 1e-8 the 49k output
 # rows of tokens the policy never writes, whose gradients are ~1e-6, moved as far as the ones that matter, and the
 # format broke within a few steps (reward ~0.5 -> 0.0 and no way back). 1e-4 leaves those rows nearly still.
@@ -45,10 +49,12 @@ def task_files(tmp_path_factory):
 @pytest.mark.slow
 def test_grpo_raises_the_reward_through_verls_vllm_rollout(task_files, tmp_path):
     env = {**RUN, "MODEL_PATH": str(task_files["model"]), "TRAIN_FILE": str(task_files["train"]),
-           "VAL_FILE": str(task_files["train"]), "REWARD_CONFIG": str(task_files["reward"]), "ACTOR_LR": LEARNING_RATE}
+           "VAL_FILE": str(task_files["train"]), "REWARD_CONFIG": str(task_files["reward"])}
     run = run_recipe("funreason/grpo_ast.sh", tmp_path, env, [
         # the KL loss to the SFT start keeps the call format while the choice moves: without it the format broke
         # and never came back (all 16 tokens garbage, reward 0 for every sample, nothing left to learn from)
+        # after run_recipe's own lr (5e-3, for the plumbing tests), so this one wins
+        f"actor_rollout_ref.actor.optim.lr={LEARNING_RATE}",
         "actor_rollout_ref.actor.use_kl_loss=True", f"actor_rollout_ref.actor.kl_loss_coef={KL_COEF}",
         "actor_rollout_ref.actor.kl_loss_type=low_var_kl",
         f"++actor_rollout_ref.actor.optim.override_optimizer_config={{eps:{ADAM_EPS}}}",
@@ -64,6 +70,7 @@ def test_grpo_raises_the_reward_through_verls_vllm_rollout(task_files, tmp_path)
     verdict = learning_verdict(run.metrics, window=WINDOW)
     rewards = [round(m["critic/score/mean"], 3) for m in run.metrics]
     print(f"learning run: {run.seconds:.0f}s, reward per step {rewards}, {verdict}")
+    assert run.metrics[0]["actor/lr"] == float(LEARNING_RATE), run.metrics[0]["actor/lr"]
     assert verdict.learned, (verdict, rewards)
     assert verdict.first < 0.75, (verdict, rewards)  # the SFT start leaves room: it is right ~5/8 of the time
 
