@@ -34,6 +34,18 @@ FEW_SHOT = [
 ACTOR_LR = "5e-3"
 
 
+def weights_in_sync(step_metrics: dict) -> bool:
+    """verl's comparison of the rollout's log-probs with the trainer's on the same tokens. Equal weights (fp32 on
+    both sides): SmolLM2 max probability gap 3e-5, Pearson 0.9999999-1.0, k3-KL 0; the tiny random model
+    (probabilities ~1e-5 over 151k tokens, where vLLM's CPU kernels and torch differ by a few percent relative)
+    gap 5e-7, Pearson 1.0, k3-KL 1.3e-3. A rollout that kept its old weights while the actor moved (tiny model,
+    step 2): Pearson 0.55, k3-KL 0.012."""
+    return (step_metrics["training/rollout_probs_diff_valid"] == 1.0
+            and step_metrics["training/rollout_probs_diff_max"] < 1e-3
+            and step_metrics["training/rollout_actor_probs_pearson_corr"] > 0.999
+            and step_metrics["rollout_corr/k3_kl"] < 5e-3)
+
+
 @dataclass
 class RecipeRun:
     returncode: int

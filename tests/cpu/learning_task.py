@@ -22,6 +22,8 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from cpu_backend_helpers import weights_in_sync
+
 # One token each in SmolLM2's and Qwen's vocabularies: the choice is one sampled token, and a partly trained tiny
 # model cannot splice pieces of two names into a third (it did with multi-token invented names).
 NAMES = ("door", "fan", "radio", "oven")
@@ -152,18 +154,18 @@ class Verdict:
     reasons: list[str]
 
 
-def learning_verdict(steps: list[dict], window: int = 4, margin: float = 0.15, floor: float = 0.75,
-                     max_probs_diff: float = 1e-3) -> Verdict:
+def learning_verdict(steps: list[dict], window: int = 4, margin: float = 0.15, floor: float = 0.75) -> Verdict:
     """Did the run learn? `steps` are verl's per-step metrics (file logger). Learned when the mean reward of the
     last `window` steps exceeds the first `window` steps' by `margin` and ends at `floor` or more, the policy
-    calls a tool in every sample at the end (mean tool calls >= 0.9), and verl's rollout/trainer probability gap
-    stays under `max_probs_diff` at every step."""
+    calls a tool in every sample at the end (mean tool calls >= 0.9), and the rollout's weights are the trainer's
+    at every step (cpu_backend_helpers.weights_in_sync: probability gap < 1e-3, Pearson > 0.999, k3-KL < 5e-3)."""
     if len(steps) < 2 * window:
         raise ValueError(f"need at least {2 * window} steps, got {len(steps)}")
     reward = [s["critic/score/mean"] for s in steps]
     first, last = sum(reward[:window]) / window, sum(reward[-window:]) / window
     calls = sum(s["agent/num_tool_calls/mean"] for s in steps[-window:]) / window
     diff = max(s["training/rollout_probs_diff_max"] for s in steps)
+    out_of_sync = [i for i, s in enumerate(steps, start=1) if not weights_in_sync(s)]
     reasons = []
     if last - first < margin:
         reasons.append(f"reward rose {last - first:+.3f} (first {window} steps {first:.3f}, last {last:.3f}); "
@@ -172,6 +174,6 @@ def learning_verdict(steps: list[dict], window: int = 4, margin: float = 0.15, f
         reasons.append(f"final reward {last:.3f} < {floor}")
     if calls < 0.9:
         reasons.append(f"{calls:.2f} tool calls per sample at the end < 0.9")
-    if diff >= max_probs_diff:
-        reasons.append(f"rollout/trainer probability gap {diff:.2e} >= {max_probs_diff:.0e}")
+    if out_of_sync:
+        reasons.append(f"rollout and trainer disagree (probability gap up to {diff:.2e}) at steps {out_of_sync}")
     return Verdict(not reasons, first, last, calls, diff, reasons)

@@ -51,10 +51,10 @@ def test_grpo_raises_the_reward_through_verls_vllm_rollout(task_files, tmp_path)
     env = {**RUN, "MODEL_PATH": str(task_files["model"]), "TRAIN_FILE": str(task_files["train"]),
            "VAL_FILE": str(task_files["train"]), "REWARD_CONFIG": str(task_files["reward"])}
     run = run_recipe("funreason/grpo_ast.sh", tmp_path, env, [
-        # the KL loss to the SFT start keeps the call format while the choice moves: without it the format broke
-        # and never came back (all 16 tokens garbage, reward 0 for every sample, nothing left to learn from)
         # after run_recipe's own lr (5e-3, for the plumbing tests), so this one wins
         f"actor_rollout_ref.actor.optim.lr={LEARNING_RATE}",
+        # the KL loss to the SFT start keeps the call format while the choice moves: without it the format broke
+        # and never came back (all 16 tokens garbage, reward 0 for every sample, nothing left to learn from)
         "actor_rollout_ref.actor.use_kl_loss=True", f"actor_rollout_ref.actor.kl_loss_coef={KL_COEF}",
         "actor_rollout_ref.actor.kl_loss_type=low_var_kl",
         f"++actor_rollout_ref.actor.optim.override_optimizer_config={{eps:{ADAM_EPS}}}",
@@ -76,8 +76,10 @@ def test_grpo_raises_the_reward_through_verls_vllm_rollout(task_files, tmp_path)
 
 
 def _steps(rewards: list[float], calls: float = 1.0, diff: float = 1e-5) -> list[dict]:
-    return [{"critic/score/mean": r, "agent/num_tool_calls/mean": calls, "training/rollout_probs_diff_max": diff}
-            for r in rewards]
+    # the sync metrics as the learning runs logged them (Pearson ~1 - 1e-7, k3-KL ~1e-9), with the gap given
+    return [{"critic/score/mean": r, "agent/num_tool_calls/mean": calls, "training/rollout_probs_diff_max": diff,
+             "training/rollout_probs_diff_valid": 1.0, "training/rollout_actor_probs_pearson_corr": 0.9999999,
+             "rollout_corr/k3_kl": 1e-9} for r in rewards]
 
 
 def test_the_verdict_says_learned_only_when_every_condition_holds():

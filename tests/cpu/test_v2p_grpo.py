@@ -22,8 +22,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cpu_backend_helpers import REPO, RecipeRun, run_recipe
-from test_e2e_vllm import weights_in_sync
+from cpu_backend_helpers import REPO, RecipeRun, run_recipe, weights_in_sync
 from test_recipes import _compose, _recorded_overrides
 
 RECIPE = "v2p/grpo_click.sh"
