@@ -10,6 +10,8 @@ import argparse
 import importlib
 import sys
 
+from agentic_verl.net import EndpointError
+
 COMMAND_MODULES = (
     "agentic_verl.commands.doctor",
     "agentic_verl.commands.index",
@@ -47,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         return int(handler(args) or 0)
     except KeyboardInterrupt:
         return 130
-    except (ValueError, FileNotFoundError, ImportError) as exc:  # user errors: one clear line, no traceback
+    # user errors (bad input, an endpoint that is down or serves another model): one clear line, no traceback
+    except (ValueError, FileNotFoundError, ImportError, EndpointError) as exc:
         print(f"agentic-verl {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

@@ -145,7 +145,7 @@ def _cpu_seconds(pid: int) -> float:
 
 class NaiveServer:
     def __init__(self, index_dir: Path):
-        from agentic_verl.retrieval.server import free_port
+        from agentic_verl.net import free_port
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -153,20 +153,14 @@ class NaiveServer:
                                          str(index_dir), "--port", str(self.port)])
 
     def __enter__(self):
-        import httpx
+        from agentic_verl.net import wait_for_health
 
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"naive server exited with {self.process.returncode}")
-            try:
-                if httpx.get(self.url + "/health", timeout=1.0, trust_env=False).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        self.__exit__()
-        raise TimeoutError("naive server did not become healthy")
+        try:
+            wait_for_health(self.url, 120, process=self.process, name="naive server", interval_s=0.2)
+        except TimeoutError:
+            self.__exit__()
+            raise
+        return self
 
     def __exit__(self, *exc):
         if self.process.poll() is None:

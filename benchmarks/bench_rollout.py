@@ -40,7 +40,6 @@ import asyncio
 import math
 import os
 import shutil
-import socket
 import statistics
 import sys
 import tempfile
@@ -87,6 +86,8 @@ class SleepingRetrievalServer:
         import uvicorn
         from fastapi import FastAPI
 
+        from agentic_verl.net import free_port
+
         app = FastAPI()
 
         @app.post("/retrieve")
@@ -96,9 +97,7 @@ class SleepingRetrievalServer:
                          "score": 1.0 - 0.1 * i} for i in range(int(body.get("topk", 3)))]
             return {"result": [passages for _ in body["queries"]]}
 
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = sock.getsockname()[1]
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
                                                     access_log=False, backlog=1024))

@@ -90,7 +90,7 @@ def test_passes_on_a_good_setup_and_prints_the_arithmetic(capsys, rag_data, tiny
 
 
 def test_refuses_a_missing_server(capsys, rag_data, tiny_model):
-    from agentic_verl.retrieval.server import free_port
+    from agentic_verl.net import free_port
 
     dead = f"http://127.0.0.1:{free_port()}"
     code, out = _preflight(capsys, *_good_args(rag_data, tiny_model, dead))
@@ -142,7 +142,7 @@ def test_refuses_a_missing_model(capsys, rag_data, tiny_model, retrieval_server,
 
 
 def test_every_problem_is_printed_not_just_the_first(capsys, tmp_path):
-    from agentic_verl.retrieval.server import free_port
+    from agentic_verl.net import free_port
 
     code, out = _preflight(capsys, "--stage", "ppo", "--train", str(tmp_path / "train.parquet"),
                            "--model", str(tmp_path / "model"), "--retrieval-url", f"http://127.0.0.1:{free_port()}",
@@ -297,7 +297,7 @@ def test_recipe_defaults_rag_mode_to_the_data_and_refuses_another(recipe, rag_da
 
 
 def test_recipe_refuses_a_dead_server_before_launching(rag_data, tiny_model, tmp_path):
-    from agentic_verl.retrieval.server import free_port
+    from agentic_verl.net import free_port
 
     proc, overrides = _run_recipe("rag_r1/grpo.sh", tmp_path, {
         "MODEL_PATH": str(tiny_model), "TRAIN_FILE": str(rag_data["sq_train"]), "VAL_FILE": str(rag_data["sq_test"]),

@@ -18,6 +18,8 @@ LOG_FILE=${LOG_FILE:-retrieval_server.log}
 EXTRA_ARGS=${EXTRA_ARGS:-}               # e.g. "--record eval_cache.jsonl" or "--max-queries 4096"
 AGENTIC_VERL=${AGENTIC_VERL:-agentic-verl}
 
+source "$(dirname "${BASH_SOURCE[0]}")/../recipes/_common/net.sh"   # wait_for_health
+
 source_args=()
 if [[ -n "$INDEX_DIR" ]]; then
     source_args=(--index "$INDEX_DIR")
@@ -40,19 +42,10 @@ cleanup() {
 trap cleanup EXIT
 
 url="http://$HOST:$PORT"
-deadline=$((SECONDS + HEALTH_TIMEOUT_S))
-until curl -sf "$url/health" >/dev/null 2>&1; do
-    if ! kill -0 "$server_pid" 2>/dev/null; then
-        echo "launch_retrieval_server.sh: the server exited; last lines of $LOG_FILE:" >&2
-        tail -n 20 "$LOG_FILE" >&2
-        exit 1
-    fi
-    if ((SECONDS >= deadline)); then
-        echo "launch_retrieval_server.sh: no /health on $url after ${HEALTH_TIMEOUT_S}s (log: $LOG_FILE)" >&2
-        exit 1
-    fi
-    sleep 1
-done
+if ! wait_for_health "$url" "$HEALTH_TIMEOUT_S" "$server_pid" "$LOG_FILE"; then
+    echo "launch_retrieval_server.sh: the retrieval server did not come up" >&2
+    exit 1
+fi
 echo "retrieval server ready on $url (pid $server_pid, log $LOG_FILE)"
 export RETRIEVAL_URL="$url"   # read by tools/search_tool.yaml
 

@@ -46,6 +46,7 @@ from agentic_verl.eval.bfcl_data import (
 )
 from agentic_verl.eval.output import write_run
 from agentic_verl.eval.published import FUNREASON_BFCL
+from agentic_verl.net import check_model_or_endpoint
 from agentic_verl.rewards.bfcl import DecodeError, ast_match, decode, language_of
 
 SIMPLE = ("simple_python", "simple_java", "simple_javascript")
@@ -79,12 +80,7 @@ class BFCLEvalSettings:
             raise ValueError("give question files (--questions) or categories (--categories), not both: a question "
                              "file's category is in its name")
         self.categories = None if self.questions else resolve_categories(self.categories or ["all"])
-        if (self.model is None) == (self.endpoint is None):
-            raise ValueError("give exactly one of a model folder (--model) or an endpoint (--endpoint)")
-        if self.endpoint is not None and not self.model_name:
-            raise ValueError("--endpoint needs --model-name (the name the server serves the model under)")
-        if self.model is not None and not Path(self.model).is_dir():
-            raise FileNotFoundError(f"model folder not found: {self.model}")
+        check_model_or_endpoint(self.model, self.endpoint, self.model_name)
         if self.prompt not in PROMPTS:
             raise ValueError(f"unknown prompt {self.prompt!r}; known: {', '.join(PROMPTS)}")
         for name in ("max_tokens", "concurrency"):

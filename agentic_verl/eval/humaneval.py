@@ -34,6 +34,7 @@ from pathlib import Path
 
 from agentic_verl.eval.output import write_run
 from agentic_verl.eval.sandbox import STATUSES, Limits, run_program
+from agentic_verl.net import check_model_or_endpoint
 
 # HumanEval pass@1 of Qwen2.5-Coder-7B-Instruct, FunReason's code-retention table (docs/methods.md, FunReason section)
 PUBLISHED_PASS_AT_1 = {"Qwen2.5-Coder-7B-Instruct (published)": 0.866,
@@ -67,12 +68,7 @@ class HumanEvalSettings:
     label: str = ""
 
     def __post_init__(self):
-        if (self.model is None) == (self.endpoint is None):
-            raise ValueError("give exactly one of a model folder (--model) or an endpoint (--endpoint)")
-        if self.endpoint is not None and not self.model_name:
-            raise ValueError("--endpoint needs --model-name (the name the server serves the model under)")
-        if self.model is not None and not Path(self.model).is_dir():
-            raise FileNotFoundError(f"model folder not found: {self.model}")
+        check_model_or_endpoint(self.model, self.endpoint, self.model_name)
         if self.prompt_style not in PROMPT_STYLES:
             raise ValueError(f"unknown prompt style {self.prompt_style!r}; known: {', '.join(PROMPT_STYLES)}")
         for name in ("max_tokens", "concurrency", "workers"):

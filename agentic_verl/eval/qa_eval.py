@@ -42,6 +42,7 @@ from agentic_verl.eval.published import (
     RAG_R1_EM_AVG,
     canonical_dataset,
 )
+from agentic_verl.net import check_model_or_endpoint
 
 FAILURES = ("no_answer", "wrong_answer", "no_call", "parse_error", "bad_arguments", "timeout", "tool_error",
             "truncated_by_length")
@@ -80,12 +81,7 @@ class QAEvalSettings:
         missing = [p for p in self.data if not Path(p).is_file()]
         if missing:
             raise FileNotFoundError(f"data file(s) not found: {', '.join(missing)}")
-        if (self.model is None) == (self.endpoint is None):
-            raise ValueError("give exactly one of a model folder (--model) or an endpoint (--endpoint)")
-        if self.endpoint is not None and not self.model_name:
-            raise ValueError("--endpoint needs --model-name (the name the server serves the model under)")
-        if self.model is not None and not Path(self.model).is_dir():
-            raise FileNotFoundError(f"model folder not found: {self.model}")
+        check_model_or_endpoint(self.model, self.endpoint, self.model_name)
         if self.data_source and len(self.data) > 1:
             raise ValueError("data_source overrides the dataset name of one file; got several files")
         for name in ("max_tokens_per_turn", "response_length", "topk", "concurrency"):

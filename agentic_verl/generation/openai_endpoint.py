@@ -26,13 +26,12 @@ from typing import Any
 import aiohttp
 
 from agentic_verl.generation.hf_engine import GenerationOutput
+from agentic_verl.net import EndpointError, check_served_model
+
+__all__ = ["EndpointError", "EndpointGenerationEngine"]
 
 # sampling keys forwarded to the server as they are (OpenAI's names, plus vLLM's extensions)
 _FORWARDED = ("temperature", "top_p", "top_k", "repetition_penalty", "stop", "stop_token_ids", "seed", "ignore_eos")
-
-
-class EndpointError(RuntimeError):
-    """The endpoint is unreachable, does not serve the model, or rejected a request."""
 
 
 class EndpointGenerationEngine:
@@ -42,7 +41,8 @@ class EndpointGenerationEngine:
             raise ValueError(f"endpoint must be an http(s) URL, got {url!r}")
         self.base = url.rstrip("/").removesuffix("/v1")
         self.model_name, self.tokenizer = model_name, tokenizer
-        self.timeout, self.max_retries, self.backoff_s = aiohttp.ClientTimeout(total=timeout_s), max_retries, backoff_s
+        self.timeout_s, self.timeout = timeout_s, aiohttp.ClientTimeout(total=timeout_s)
+        self.max_retries, self.backoff_s = max_retries, backoff_s
         self.default_max_tokens = default_max_tokens
         self._sessions: dict[int, aiohttp.ClientSession] = {}  # one per event loop (asyncio.run may run several)
 
@@ -55,18 +55,7 @@ class EndpointGenerationEngine:
 
     async def check(self) -> list[str]:
         """The served model names; raises EndpointError unless `model_name` is among them."""
-        try:
-            async with self._session().get(f"{self.base}/v1/models") as response:
-                body = await response.json(content_type=None)
-                if response.status != 200:
-                    raise EndpointError(f"{self.base}/v1/models answered HTTP {response.status}: {body}")
-        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
-            raise EndpointError(f"cannot reach the OpenAI-compatible endpoint {self.base}: "
-                                f"{type(exc).__name__}: {exc}") from None
-        served = [m.get("id") for m in body.get("data", [])]
-        if self.model_name not in served:
-            raise EndpointError(f"{self.base} does not serve {self.model_name!r}; it serves {served}")
-        return served
+        return await asyncio.to_thread(check_served_model, self.base, self.model_name, self.timeout_s)
 
     def request_body(self, prompt_ids: list[int], sampling_params: Mapping[str, Any]) -> dict:
         params = dict(sampling_params)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from agentic_verl.net import check_model_or_endpoint, check_served_model
 from agentic_verl.rewards.gui import QWEN25VL_MAX_PIXELS, QWEN25VL_MIN_PIXELS, parse_click, smart_resize
 
 COORD_SYSTEMS = ("absolute", "normalized", "thousandths")
@@ -159,13 +160,7 @@ class EndpointPredictor:
         self.timeout_s, self.max_retries = timeout_s, max_retries
 
     def check(self) -> None:
-        try:
-            with urllib.request.urlopen(f"{self.base}/v1/models", timeout=min(self.timeout_s, 30)) as response:
-                served = [m.get("id") for m in json.load(response).get("data", [])]
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            raise ValueError(f"cannot reach the OpenAI-compatible endpoint {self.base}: {exc}") from None
-        if self.model_name not in served:
-            raise ValueError(f"{self.base} does not serve {self.model_name!r}; it serves {served}")
+        check_served_model(self.base, self.model_name, min(self.timeout_s, 30))
 
     def predict(self, image, instruction: str) -> Prediction:
         image = image.convert("RGB")
@@ -214,15 +209,10 @@ def open_predictor(model: str | None = None, endpoint: str | None = None, model_
                    max_tokens: int = 64, coord_system: str = "absolute", threshold: float | None = None
                    ) -> ClickPredictor:
     """A V2P folder -> PointerPredictor; another model folder -> GenerativePredictor; endpoint -> EndpointPredictor."""
-    if (model is None) == (endpoint is None):
-        raise ValueError("give exactly one of a model folder (--model) or an endpoint (--endpoint)")
+    check_model_or_endpoint(model, endpoint, model_name)
     if endpoint is not None:
-        if not model_name:
-            raise ValueError("--endpoint needs --model-name (the name the server serves the model under)")
         return EndpointPredictor(endpoint, model_name, min_pixels or QWEN25VL_MIN_PIXELS,
                                  max_pixels or QWEN25VL_MAX_PIXELS, max_tokens=max_tokens, coord_system=coord_system)
-    if not Path(model).is_dir():
-        raise FileNotFoundError(f"model folder not found: {model}")
     if is_pointer_model(model):
         return PointerPredictor(model, dtype, min_pixels, max_pixels, threshold)
     return GenerativePredictor(model, dtype, min_pixels, max_pixels, max_tokens, coord_system)

@@ -25,7 +25,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -35,6 +34,7 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr, ValidationError
 
+from agentic_verl.net import free_port, wait_for_health
 from agentic_verl.retrieval.auth import TOKEN_ENV, bearer_matches, check_bind
 from agentic_verl.retrieval.service import RequestError, RetrievalService
 
@@ -216,12 +216,6 @@ def serve(service: RetrievalService, host: str = "127.0.0.1", port: int = 8000, 
         service.close()
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
-
-
 class ServerProcess:
     """`agentic-verl serve retrieval ARGS` in a subprocess on 127.0.0.1:<free port>; a context manager.
 
@@ -239,8 +233,6 @@ class ServerProcess:
         self.process: subprocess.Popen | None = None
 
     def start(self) -> ServerProcess:
-        import httpx
-
         command = [sys.executable, "-m", "agentic_verl.cli", "serve", "retrieval", *self._args,
                    "--host", self.host, "--port", str(self.port)]
         log = open(self._log_path, "wb") if self._log_path else subprocess.DEVNULL  # noqa: SIM115
@@ -248,18 +240,14 @@ class ServerProcess:
                                         env=self._env)
         if self._log_path:
             log.close()
-        deadline = time.monotonic() + self._timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"retrieval server exited with {self.process.returncode}: {' '.join(command)}")
-            try:
-                if httpx.get(self.url + "/health", timeout=1.0, trust_env=False).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        self.stop()
-        raise TimeoutError(f"retrieval server not healthy on {self.url} after {self._timeout}s")
+        try:
+            wait_for_health(self.url, self._timeout, process=self.process, name="retrieval server")
+        except RuntimeError as exc:  # it exited: say what was run
+            raise RuntimeError(f"{exc}: {' '.join(command)}") from None
+        except TimeoutError:
+            self.stop()
+            raise
+        return self
 
     def stop(self) -> None:
         if self.process is None or self.process.poll() is not None:

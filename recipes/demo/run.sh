@@ -54,6 +54,7 @@ unset MKL_NUM_THREADS
 export CPU_RAY_TMPDIR=${CPU_RAY_TMPDIR:-/tmp/ray_demo_$$}   # our own Ray session folder: cleanup touches only it
 
 source recipes/_common/demo.sh                  # stage, run_logged, progress, cleanup on exit
+source recipes/_common/net.sh                   # free_port, wait_for_health
 
 mkdir -p "$OUT/logs" "$OUT/eval"
 demo_begin 8
@@ -73,17 +74,16 @@ stage 1 "toy world, corpus and questions -> $OUT/world"
 stage 2 "BM25 index and retrieval server"
 "$AGENTIC_VERL" index build --corpus "$OUT/world/corpus.jsonl" --out "$OUT/index" --overwrite --no-progress \
     > "$OUT/logs/index.log"
-PORT=${PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
+PORT=${PORT:-$(free_port)}
 URL="http://127.0.0.1:$PORT"
 OMP_NUM_THREADS=1 "$AGENTIC_VERL" serve retrieval --index "$OUT/index" --port "$PORT" > "$OUT/logs/retrieval.log" 2>&1 &
 SERVER_PID=$!
 DEMO_PIDS+=("$SERVER_PID")
-for _ in $(seq 600); do   # up to 2 min: loading compiles bm25s's numba scorer, slow on a busy machine
-    curl -sf "$URL/health" > /dev/null && break
-    kill -0 "$SERVER_PID" 2>/dev/null || break
-    sleep 0.2
-done
-curl -sf "$URL/health" > /dev/null || { echo "retrieval server did not start:"; cat "$OUT/logs/retrieval.log"; exit 1; }
+# up to 2 min: loading compiles bm25s's numba scorer, slow on a busy machine
+if ! wait_for_health "$URL" 120 "$SERVER_PID" "$OUT/logs/retrieval.log"; then
+    echo "retrieval server did not start" >&2
+    exit 1
+fi
 echo "serving $(wc -l < "$OUT/world/corpus.jsonl") passages on $URL"
 
 stage 3 "SmolLM2-135M-Instruct: GGUF -> HF folder"

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from agentic_verl.net import free_port
 
 
 # -- servers with verl's server_manager.generate signature -----------------------------------------
@@ -140,17 +141,11 @@ CORPUS = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class _ThreadedServer:
     def __init__(self, app):
         import uvicorn
 
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
                                                     access_log=False))

@@ -21,10 +21,11 @@ import socket
 from pathlib import Path
 
 import pytest
-from agent_loop_helpers import CORPUS, _free_port, _ThreadedServer
+from agent_loop_helpers import CORPUS, _ThreadedServer
 
 # Registering our loops in verl: exactly what `import verl` does through the entry point.
 import agentic_verl.plugin  # noqa: F401
+from agentic_verl.net import free_port
 
 QWEN_ARCH = "Qwen2ForCausalLM"
 
@@ -120,18 +121,16 @@ def retrieval_server(tmp_path_factory):
 @pytest.fixture()
 def silent_server():
     """A TCP server on loopback that accepts connections and never answers (a hung retrieval server)."""
-    port = _free_port()
     sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
+    sock.bind(("127.0.0.1", 0))
     sock.listen(16)
-    yield f"http://127.0.0.1:{port}"
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
     sock.close()
 
 
 @pytest.fixture()
 def dead_url():
     """A loopback URL nothing listens on (a retrieval server that is down)."""
-    return f"http://127.0.0.1:{_free_port()}"
+    return f"http://127.0.0.1:{free_port()}"
 
 

@@ -218,7 +218,7 @@ def test_a_request_failing_after_its_retries_stops_the_run(judge, inputs, tmp_pa
 
 
 def test_unreachable_endpoint_fails_before_any_work(inputs, tmp_path):
-    from agentic_verl.retrieval.server import free_port
+    from agentic_verl.net import free_port
 
     out = tmp_path / "out"
     with pytest.raises(EndpointError, match="cannot reach the OpenAI-compatible endpoint"):

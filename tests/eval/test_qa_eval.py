@@ -127,7 +127,7 @@ def test_tiny_random_model_through_the_cli(toy_world_dir, toy_retrieval_url, tin
 
 
 def test_a_missing_server_model_or_file_fails_before_any_question(toy_world_dir, smollm2_dir, tmp_path):
-    from agentic_verl.retrieval.server import free_port
+    from agentic_verl.net import free_port
 
     data = [str(toy_world_dir / "test.jsonl")]
     with pytest.raises(RuntimeError, match="retrieval server .* is not reachable"):
@@ -144,7 +144,7 @@ def test_a_missing_server_model_or_file_fails_before_any_question(toy_world_dir,
 
 def test_an_unreachable_endpoint_is_a_clear_error(toy_world_dir, toy_retrieval_url, smollm2_dir):
     from agentic_verl.generation.openai_endpoint import EndpointError
-    from agentic_verl.retrieval.server import free_port
+    from agentic_verl.net import free_port
 
     settings = QAEvalSettings(data=[str(toy_world_dir / "test.jsonl")], retrieval_url=toy_retrieval_url,
                               endpoint=f"http://127.0.0.1:{free_port()}", model_name="m", tokenizer=str(smollm2_dir))

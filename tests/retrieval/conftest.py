@@ -74,7 +74,7 @@ def serve_app_in_thread(app):
     """Run an ASGI app with uvicorn in a thread on 127.0.0.1:<free port>; yields the base URL."""
     import uvicorn
 
-    from agentic_verl.retrieval.server import free_port
+    from agentic_verl.net import free_port
 
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", access_log=False))

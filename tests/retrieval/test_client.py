@@ -7,9 +7,9 @@ import time
 
 import pytest
 
+from agentic_verl.net import free_port
 from agentic_verl.retrieval.client import RetrievalClient, RetrievalError
 from agentic_verl.retrieval.protocol import Passage
-from agentic_verl.retrieval.server import free_port
 
 
 async def test_retrieve_returns_passages_per_query(retrieval_server):

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agentic_verl.retrieval.server import free_port
+from agentic_verl.net import free_port
 
 SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "launch_retrieval_server.sh"
 CLI = Path(sys.executable).parent / "agentic-verl"

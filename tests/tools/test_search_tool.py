@@ -8,7 +8,7 @@ import pytest
 from verl.tools.schemas import OpenAIFunctionToolSchema
 from verl.tools.tool_registry import initialize_tools_from_config
 
-from agentic_verl.retrieval.server import free_port
+from agentic_verl.net import free_port
 from agentic_verl.tools.search import SearchTool
 
 YAML = Path(__file__).resolve().parents[2] / "tools" / "search_tool.yaml"

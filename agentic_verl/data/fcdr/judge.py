@@ -26,14 +26,11 @@ from pathlib import Path
 
 import aiohttp
 
+from agentic_verl.net import EndpointError, check_served_model
+
 __all__ = ["EndpointError", "JudgeClient", "cache_key"]
 
 _RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-
-
-class EndpointError(RuntimeError):
-    """The judge's endpoint is unreachable, does not serve the model, or failed a request after its retries.
-    (Its own class: `generation.openai_endpoint.EndpointError` would import torch into this CPU-only job.)"""
 
 
 def cache_key(model: str, body: dict) -> str:
@@ -70,18 +67,7 @@ class JudgeClient:
         Skipped (returns []) with `cache_only`."""
         if self.cache_only:
             return []
-        try:
-            async with self._session().get(f"{self.base}/v1/models") as response:
-                body = await response.json(content_type=None)
-                if response.status != 200:
-                    raise EndpointError(f"{self.base}/v1/models answered HTTP {response.status}: {body}")
-        except (aiohttp.ClientError, asyncio.TimeoutError, json.JSONDecodeError) as exc:
-            raise EndpointError(f"cannot reach the OpenAI-compatible endpoint {self.base}: "
-                                f"{type(exc).__name__}: {exc}") from None
-        served = [m.get("id") for m in (body.get("data") or []) if isinstance(m, dict)]
-        if self.model not in served:
-            raise EndpointError(f"{self.base} does not serve {self.model!r}; it serves {served}")
-        return served
+        return await asyncio.to_thread(check_served_model, self.base, self.model, self._timeout.total)
 
     async def chat(self, messages: list[dict], *, max_tokens: int, temperature: float = 0.0,
                    seed: int | None = None) -> str:

@@ -1,0 +1,95 @@
+"""Local servers and OpenAI-compatible endpoints: the one copy of each small check the package's commands share.
+
+- `free_port()`: a free TCP port on loopback, for a server this process is about to start.
+- `wait_for_health(url, timeout_s, process=...)`: poll `GET url/health` until it answers 200; a started server that
+  exits first or stays silent past the timeout is an error (the retrieval server, the benchmarks' servers).
+- `check_model_or_endpoint(model, endpoint, model_name)`: an evaluation runs on exactly one of a local model folder
+  (which must exist) or an endpoint (which needs the name it serves the model under).
+- `check_served_model(base, model)`: `GET base/v1/models` answers and lists `model`, else `EndpointError` (the evals'
+  endpoint engine, V2P's endpoint predictor, FCDR's judge), before any request is sent.
+
+Standard library only (shell twins: recipes/_common/net.sh). Requests go straight to the server, never through an
+`http_proxy` from the environment (as `httpx(trust_env=False)` and aiohttp's default elsewhere in the package).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+__all__ = ["EndpointError", "check_model_or_endpoint", "check_served_model", "free_port", "wait_for_health"]
+
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no proxy from the environment
+
+
+class EndpointError(RuntimeError):
+    """An OpenAI-compatible endpoint is unreachable, does not serve the model, or rejected a request."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on right now (the OS picks it; another process may take it before it is used)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_health(url: str, timeout_s: float, *, process: subprocess.Popen | None = None, name: str = "server",
+                    interval_s: float = 0.1) -> None:
+    """Return once `GET url/health` answers 200. RuntimeError when `process` (the server, if this process started
+    it) exits first; TimeoutError after `timeout_s` seconds without a 200."""
+    health = url.rstrip("/") + "/health"
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"{name} exited with {process.returncode}")
+        try:
+            with _DIRECT.open(health, timeout=1.0) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):  # not listening yet, not answering yet, or an HTTP error status
+            pass
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"{name} not healthy on {url} after {timeout_s}s")
+        time.sleep(interval_s)
+
+
+def check_model_or_endpoint(model: str | None, endpoint: str | None, model_name: str | None) -> None:
+    """Exactly one of a model folder (which must exist) or an endpoint (with the name it serves the model under)."""
+    if (model is None) == (endpoint is None):
+        raise ValueError("give exactly one of a model folder (--model) or an endpoint (--endpoint)")
+    if endpoint is not None and not model_name:
+        raise ValueError("--endpoint needs --model-name (the name the server serves the model under)")
+    if model is not None and not Path(model).is_dir():
+        raise FileNotFoundError(f"model folder not found: {model}")
+
+
+def check_served_model(base: str, model: str, timeout_s: float = 30.0) -> list[str]:
+    """The model names the OpenAI-compatible server at `base` (without `/v1`) serves; EndpointError when it does not
+    answer, answers an HTTP error or something other than a model list, or does not serve `model`."""
+    url = f"{base}/v1/models"
+    try:
+        with _DIRECT.open(url, timeout=timeout_s) as response:
+            text = response.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        body = exc.read().decode("utf-8", "replace")
+        raise EndpointError(f"{url} answered HTTP {exc.code}: {body[:500]}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)  # URLError wraps the socket's error
+        reason = reason if isinstance(reason, BaseException) else exc
+        raise EndpointError(f"cannot reach the OpenAI-compatible endpoint {base}: "
+                            f"{type(reason).__name__}: {reason}") from None
+    try:
+        listing = json.loads(text)
+    except json.JSONDecodeError:
+        listing = None
+    if not isinstance(listing, dict) or not isinstance(listing.get("data"), list):
+        raise EndpointError(f"{url} answered something other than a model list: {text[:500]!r}")
+    served = [m.get("id") for m in listing["data"] if isinstance(m, dict)]
+    if model not in served:
+        raise EndpointError(f"{base} does not serve {model!r}; it serves {served}")
+    return served
