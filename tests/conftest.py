@@ -19,6 +19,9 @@ os.environ.setdefault("HF_HOME", os.path.join(tempfile.gettempdir(), "agentic_ve
 # tests that exercise the token set it themselves.
 os.environ.pop("AGENTIC_VERL_RETRIEVAL_TOKEN", None)
 
+# Fixtures every folder shares as one definition (hence one instance per session): the `vllm serve` server.
+pytest_plugins = ["vllm_serve_fixture"]
+
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_cmdline_main(config):

@@ -71,6 +71,10 @@ if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
         actor_rollout_ref.actor.fsdp_config.use_torch_compile=False
         actor_rollout_ref.ref.fsdp_config.use_torch_compile=False
         critic.fsdp.use_torch_compile=False
+        # verl recomputes activations in the backward by default (GPU memory); the CPU has the RAM and not the time:
+        # the recompute is a second forward pass in every update
+        actor_rollout_ref.model.enable_gradient_checkpointing=False
+        critic.model.enable_gradient_checkpointing=False
         +actor_rollout_ref.model.override_config.attn_implementation=sdpa   # flash-attn 2 is verl's default
         +critic.model.override_config.attn_implementation=sdpa
         actor_rollout_ref.rollout.name="$ROLLOUT_NAME"
@@ -101,6 +105,7 @@ if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
         # naive kernel (a SmolLM2 SFT step went from seconds to over 15 minutes on this machine's AVX2 CPU)
         ++engine.mixed_precision.param_dtype=fp32
         +model.override_config.attn_implementation=sdpa
+        model.enable_gradient_checkpointing=False   # as for RL above: time, not memory, is short on a CPU
         data.num_workers=0
         data.use_dynamic_bsz=False
     )

@@ -17,7 +17,7 @@
 #
 # Hardware: 2 CPU cores, ~10 GB RAM at the GRPO stage; no GPU, no network. Everything goes to $OUT
 #           (outputs/funreason_demo, gitignored) and /tmp. One demo at a time (two GRPO stages at once do not fit).
-# Runtime:  see docs/funreason_demo.md (measured on an idle 2-core machine).
+# Runtime:  ~27 min on an idle 2-core machine (docs/measurements.md "FunReason miniature"): over the 20-min goal.
 # Target:   AST accuracy on held-out APIs: after SFT > before (the base model has never seen these APIs or the
 #           format), after GRPO >= after SFT; outputs not cut at the token limit (truncation rate printed per stage).
 # Knobs are environment variables (below); e.g. SEED=1 SFT_STEPS=12 bash recipes/funreason/demo.sh.
@@ -92,7 +92,7 @@ sft() { # sft NAME RECIPE: the SFT recipe on the world's SFT rows, the same data
         run_logged "$OUT/logs/$1.log" progress "  $1" train/loss srml/loss_think srml/loss_call -- \
         bash "$2" trainer.total_epochs=100 trainer.resume_mode=disable trainer.save_freq=-1 \
             'checkpoint.save_contents=[hf_model]' engine.use_torch_compile=False \
-            model.enable_gradient_checkpointing=False optim.lr_warmup_steps_ratio=0 optim.lr_scheduler_type=constant
+            optim.lr_warmup_steps_ratio=0 optim.lr_scheduler_type=constant
 }
 
 stage 1 "function-calling toy world (seed $SEED) -> $OUT/world, SFT and RL parquet -> $OUT/data"

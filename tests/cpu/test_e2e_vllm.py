@@ -211,15 +211,16 @@ def test_grpo_through_verls_vllm_rollout_on_cpu_and_fail_fast_when_the_server_di
     assert any(c.get("failure") is None and "Doc" in str(c.get("result", "")) for c in calls), calls[:3]
 
 
-def test_ppo_with_critic_negative_control_without_weight_sync(tiny_model_dir, retrieval_server, few_shot_data,
+def test_ppo_with_critic_negative_control_without_weight_sync(tiny_llama_dir, retrieval_server, few_shot_data,
                                                               tmp_path):
     """PPO with the GAE critic on verl's vLLM rollout, every sync after the initial load received and dropped inside
     vLLM (AGENTIC_VERL_SKIP_WEIGHT_SYNC=1): the agreement check holds at step 1 (same weights) and must fail at
     step 2, once the actor has moved. The random tiny model never answers right, so the test-only varied reward
-    gives non-zero advantages (the actor must move)."""
+    gives non-zero advantages (the actor must move). The tiny llama over SmolLM2's 49k-token vocabulary, not the
+    151k-token tiny Qwen2: only the sync is under test here, and each logit costs a third."""
     train, test = few_shot_data
     run = run_recipe("rag_r1/ppo.sh", tmp_path, {
-        **RUN, "MODEL_PATH": str(tiny_model_dir), "TRAIN_FILE": str(train), "VAL_FILE": str(test),
+        **RUN, "MODEL_PATH": str(tiny_llama_dir), "TRAIN_FILE": str(train), "VAL_FILE": str(test),
         "RETRIEVAL_URL": retrieval_server.url, "AGENTIC_VERL_SKIP_WEIGHT_SYNC": "1", "ROLLOUT_N": "1",
         "MICRO_BATCH_SIZE": "2",
     }, [*LOOP, f"reward.custom_reward_function.path={HERE / 'varied_reward.py'}", "critic.optim.lr=1e-3"],

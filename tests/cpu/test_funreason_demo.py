@@ -1,6 +1,7 @@
 """recipes/funreason/demo.sh refuses bad knobs before anything runs, and recipes/_common/demo.sh (the stage clock,
 run_logged and the cleanup both demos use) times stages, shows a failing command's log and exit code, and stops
-the background processes a demo started. The demo itself runs for minutes: docs/funreason_demo.md."""
+the background processes a demo started. The demo itself runs for ~27 minutes: docs/measurements.md, "FunReason
+miniature"."""
 
 from __future__ import annotations
 

