@@ -21,7 +21,10 @@ printf '%s\\n' "$@" > "$RECORD_FILE"
 """
 
 
-def _recorded_overrides(recipe: str, tmp_path, env: dict[str, str]) -> list[str]:
+def _recorded_overrides(recipe: str, tmp_path, env: dict[str, str], args=("trainer.total_epochs=3",),
+                        unset=()) -> list[str]:
+    """What the recipe passes after `-m <module>` (a leading --config-path/--config-name included), run with `args`
+    as its "$@", `env` on top of this process's environment and the `unset` variables removed."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     for name in ("python3", "torchrun"):
@@ -31,20 +34,30 @@ def _recorded_overrides(recipe: str, tmp_path, env: dict[str, str]) -> list[str]
     # the stand-ins first; then this venv's bin (the CPU switch calls `agentic-verl`), as an activated venv would
     path = os.pathsep.join([str(bin_dir), os.path.dirname(sys.executable), os.environ["PATH"]])
     full_env = {**os.environ, **env, "PATH": path, "RECORD_FILE": str(record)}
-    subprocess.run(["bash", str(REPO / "recipes" / recipe), "trainer.total_epochs=3"], cwd=REPO, env=full_env,
-                   check=True, timeout=60)
+    for name in unset:
+        full_env.pop(name, None)
+    subprocess.run(["bash", str(REPO / "recipes" / recipe), *args], cwd=REPO, env=full_env, check=True, timeout=60)
     argv = record.read_text().splitlines()
     module_at = argv.index("-m")
     return argv[module_at + 2 :]
 
 
-def _compose(config_name: str, overrides: list[str]):
+def _compose(config_name: str, launch: list[str]):
+    """Compose a recorded launch as hydra's main does: a leading `--config-path DIR --config-name NAME` picks the
+    primary config (the RL recipes' YAML), else verl's `config_name`; the rest are overrides."""
     import verl
     from hydra import compose, initialize_config_dir
 
     config_dir = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
+    launch = list(launch)
+    while launch and launch[0] in ("--config-path", "--config-name"):
+        flag, value = launch.pop(0), launch.pop(0)
+        if flag == "--config-path":
+            config_dir = value
+        else:
+            config_name = value
     with initialize_config_dir(config_dir=config_dir, version_base=None):
-        return compose(config_name=config_name, overrides=overrides)
+        return compose(config_name=config_name, overrides=launch)
 
 
 @pytest.mark.parametrize("recipe", sorted(RECIPES))

@@ -1,0 +1,131 @@
+"""The effective verl config of every RL recipe, pinned: what `python -m verl.trainer.main_ppo` would run with, for
+the GPU default and the CPU switch, equals the recorded snapshot in tests/cpu/recipe_configs/.
+
+How: each recipe runs for real with a stand-in `python3` on PATH that records its command line (test_recipes.py's
+recorder), in a fixed environment (the recipes' knobs unset, a fixed MODEL_PATH and RAG_MODE). The recorded launch
+(`--config-path/--config-name` if any, then the overrides) is composed with hydra exactly as main_ppo composes it,
+resolved, flattened to dotted keys, and reduced to the keys whose value differs from verl's own `ppo_trainer`: the
+recipe's settings, whether they come from bash overrides or from its YAML (recipes/_common/*.yaml,
+recipes/<method>/*.yaml). Stored as the difference from verl's defaults, a snapshot survives verl changing a default
+the recipes do not set, and its git diff shows exactly which setting a change moved.
+
+Why a snapshot and not a runtime comparison with `git show HEAD:<recipe>`: once a change is committed HEAD is that
+change, and the comparison would be the recipe with itself. The snapshots were written from the bash-only recipes
+(commit 122af04) before their settings moved into YAML; the move kept every one.
+
+A deliberate change of a recipe's settings updates the snapshots, reviewed in the diff:
+
+    .venv/bin/python tests/cpu/test_recipe_configs.py --write
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from cpu_backend_helpers import REPO
+from test_recipes import _compose, _recorded_overrides
+
+RL_RECIPES = ["rag_r1/grpo.sh", "rag_r1/ppo.sh", "funreason/grpo_ast.sh", "v2p/grpo_click.sh"]
+DEVICES = ["gpu", "cpu"]
+SNAPSHOTS = Path(__file__).resolve().parent / "recipe_configs"
+# What the recipes would otherwise find out from the machine: a model (the RL recipes refuse without one) and the
+# data's mode (read from a parquet that need not exist here).
+FIXED_ENV = {"MODEL_PATH": "/models/policy", "RAG_MODE": "mq", "PREFLIGHT": "0"}
+_ABSENT = "<absent>"
+
+
+def _knob_names() -> set[str]:
+    """Every `${NAME` the recipes and their sourced files read: unset for the test, so a knob exported in the
+    developer's shell cannot change what is compared."""
+    files = [REPO / "recipes" / recipe for recipe in RL_RECIPES] + sorted((REPO / "recipes/_common").glob("*.sh"))
+    names = set()
+    for path in files:
+        names |= set(re.findall(r"\$\{([A-Z_][A-Z0-9_]*)", path.read_text()))
+    return names - {"PATH", "HOME"}
+
+
+def _flatten(node, prefix: str = "") -> dict:
+    if isinstance(node, dict):
+        if not node and prefix:
+            return {prefix: {}}
+        flat = {}
+        for key, value in node.items():
+            flat.update(_flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+        return flat
+    return {prefix: node}
+
+
+def _resolved(config) -> dict:
+    from omegaconf import OmegaConf
+
+    return _flatten(OmegaConf.to_container(config, resolve=True))
+
+
+_BASE: dict | None = None
+
+
+def _verl_defaults() -> dict:
+    global _BASE
+    if _BASE is None:
+        _BASE = _resolved(_compose("ppo_trainer", []))
+    return _BASE
+
+
+def recipe_settings(recipe: str, device: str, tmp_path: Path, args: tuple[str, ...] = ()) -> dict:
+    """The recipe's effective config (recorded launch, composed and resolved) minus verl's ppo_trainer defaults."""
+    env = {name: "" for name in _knob_names()}  # emptied, then dropped below: as if never exported
+    env.update({"AGENTIC_VERL_DEVICE": device, **FIXED_ENV})
+    launch = _recorded_overrides(recipe, tmp_path, env, args=args, unset=[k for k, v in env.items() if v == ""])
+    config = _resolved(_compose("ppo_trainer", launch))
+    base = _verl_defaults()
+    diff = {key: value for key, value in config.items() if key not in base or base[key] != value}
+    diff.update({key: _ABSENT for key in base if key not in config})
+    return dict(sorted(diff.items()))
+
+
+def _snapshot_path(recipe: str, device: str) -> Path:
+    return SNAPSHOTS / f"{recipe.removesuffix('.sh').replace('/', '__')}.{device}.json"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("recipe", RL_RECIPES)
+def test_recipe_config_equals_its_snapshot(recipe, device, tmp_path):
+    expected = json.loads(_snapshot_path(recipe, device).read_text())
+    actual = json.loads(json.dumps(recipe_settings(recipe, device, tmp_path)))  # as stored: lists, not tuples
+    changed = {key: (expected.get(key, _ABSENT), actual.get(key, _ABSENT))
+               for key in expected.keys() | actual.keys() if expected.get(key, _ABSENT) != actual.get(key, _ABSENT)}
+    assert not changed, f"{recipe} ({device}): setting -> (snapshot, now): {changed}"
+    assert actual["actor_rollout_ref.model.path"] == "/models/policy"  # the snapshot is of this environment
+    assert len(actual) > 30  # the recipe's own settings, not a near-empty diff
+
+
+@pytest.mark.parametrize("recipe", RL_RECIPES)
+def test_extra_overrides_go_last_and_win(recipe, tmp_path):
+    """`bash recipe KEY=VALUE` wins over the recipe's bash knobs and its YAML alike."""
+    settings = recipe_settings(recipe, "gpu", tmp_path, args=("actor_rollout_ref.rollout.n=3",
+                                                               "algorithm.adv_estimator=reinforce_plus_plus"))
+    assert settings["actor_rollout_ref.rollout.n"] == 3
+    assert settings["algorithm.adv_estimator"] == "reinforce_plus_plus"
+
+
+def _write_snapshots() -> None:
+    import tempfile
+
+    SNAPSHOTS.mkdir(exist_ok=True)
+    for recipe in RL_RECIPES:
+        for device in DEVICES:
+            with tempfile.TemporaryDirectory() as tmp:
+                settings = recipe_settings(recipe, device, Path(tmp))
+            path = _snapshot_path(recipe, device)
+            path.write_text(json.dumps(settings, indent=1) + "\n")
+            print(f"{path.relative_to(REPO)}: {len(settings)} settings")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--write"]:
+        sys.exit(f"usage: {sys.argv[0]} --write   (rewrites {SNAPSHOTS.relative_to(REPO)}/*.json)")
+    _write_snapshots()
