@@ -188,6 +188,23 @@ def test_settings_from_overrides(overrides, expected):
     assert settings_from_overrides(RagR1Settings("grpo"), overrides) == expected
 
 
+@pytest.mark.parametrize("config_name, kl", [("rag_r1/grpo", {"use_kl_loss": True, "use_kl_in_reward": False}),
+                                             ("rag_r1/ppo", {"use_kl_loss": False, "use_kl_in_reward": True})])
+def test_settings_from_a_recipe_config_launch(config_name, kl):
+    """The RL recipes keep their method settings in YAML: the preflight composes the launch (the KL settings, which
+    decide whether the GPU budget counts a reference model, come from the YAML) and the overrides still win."""
+    launch = ["--config-path", str(REPO / "recipes"), "--config-name", config_name, "data.train_files=t.parquet",
+              "trainer.n_gpus_per_node=2", "+actor_rollout_ref.rollout.custom.rag_r1.mode=sq"]
+    settings = settings_from_overrides(RagR1Settings("grpo"), launch)
+    assert (settings.use_kl_loss, settings.use_kl_in_reward) == (kl["use_kl_loss"], kl["use_kl_in_reward"])
+    assert (settings.train, settings.n_gpus, settings.mode) == ("t.parquet", 2, "sq")
+    flipped = settings_from_overrides(RagR1Settings("grpo"), [*launch, f"actor_rollout_ref.actor.use_kl_loss="
+                                                                        f"{not kl['use_kl_loss']}"])
+    assert flipped.use_kl_loss is not kl["use_kl_loss"]
+    with pytest.raises(ValueError, match="needs both --config-path and --config-name"):
+        settings_from_overrides(RagR1Settings("grpo"), launch[2:])
+
+
 def test_gpu_memory_budget_refuses_a_7b_ppo_on_one_gpu_and_passes_on_eight(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(QWEN_7B))
     params, how = count_parameters(tmp_path)
@@ -282,7 +299,7 @@ def test_recipe_defaults_rag_mode_to_the_data_and_refuses_another(recipe, rag_da
     proc, overrides = _run_recipe(recipe, tmp_path, env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "+actor_rollout_ref.rollout.custom.rag_r1.mode=sq" in overrides  # the data's mode, RAG_MODE unset
-    assert "actor_rollout_ref.rollout.val_kwargs.temperature=0.7" in overrides
+    assert overrides[:4] == ["--config-path", str(REPO / "recipes"), "--config-name", recipe.removesuffix(".sh")]
     assert "FAIL" not in proc.stdout and "ok    retrieval" in proc.stdout
 
     proc, overrides = _run_recipe(recipe, tmp_path, {**env, "RAG_MODE": "mq"})

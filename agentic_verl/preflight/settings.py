@@ -3,6 +3,8 @@ the report of findings."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -53,12 +55,16 @@ OVERRIDE_FIELDS = {
 
 def settings_from_overrides(settings: RagR1Settings, overrides: list[str]) -> RagR1Settings:
     """`settings` updated from verl's `key=value` overrides (later ones win, as in hydra); other keys are ignored.
+    A launch that starts with hydra's `--config-path DIR --config-name NAME` (the RL recipes: their settings live in
+    YAML) is composed first, as verl's main composes it, and the fields come from that config.
 
     >>> s = settings_from_overrides(RagR1Settings("grpo"), ["data.train_files=a.parquet", "+trainer.nnodes=2",
     ...                                                     "actor_rollout_ref.actor.use_kl_loss=True", "x=1"])
     >>> s.train, s.nnodes, s.use_kl_loss
     ('a.parquet', 2, True)
     """
+    if overrides and overrides[0] in ("--config-path", "--config-name"):
+        overrides = _composed_overrides(overrides)
     types = {f: type(getattr(settings, f)) for f in ("n_gpus", "nnodes", "gpu_memory_utilization")}
     updates: dict[str, Any] = {}
     for item in overrides:
@@ -74,6 +80,35 @@ def settings_from_overrides(settings: RagR1Settings, overrides: list[str]) -> Ra
         else:
             updates[name] = None if value in ("", "null", "None") else value
     return replace(settings, **updates)
+
+
+def _composed_overrides(launch: list[str]) -> list[str]:
+    """`key=value` for each OVERRIDE_FIELDS key of the config hydra composes from `launch` (`--config-path DIR
+    --config-name NAME overrides...`, as main_ppo gets it)."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    options, rest = {}, list(launch)
+    while rest and rest[0] in ("--config-path", "--config-name"):
+        if len(rest) < 2:
+            raise ValueError(f"{rest[0]} needs a value")
+        options[rest[0]] = rest[1]
+        rest = rest[2:]
+    if set(options) != {"--config-path", "--config-name"}:
+        raise ValueError(f"a launch with a recipe config needs both --config-path and --config-name, got {launch[:4]}")
+    # The recipes' YAML finds verl's configs as pkg://verl.trainer.config, which imports verl (~10 s); the same folder
+    # as a file path gives the same config without the import (it replaces the YAML's search path list: ours name
+    # only verl's).
+    verl_configs = os.path.join(os.path.dirname(importlib.util.find_spec("verl").origin), "trainer", "config")
+    with initialize_config_dir(config_dir=os.path.abspath(options["--config-path"]), version_base=None):
+        config = compose(config_name=options["--config-name"],
+                         overrides=[f"hydra.searchpath=[file://{verl_configs}]", *rest])
+    items = []
+    for key in OVERRIDE_FIELDS:
+        value = OmegaConf.select(config, key, default=None)
+        if value is not None and not OmegaConf.is_config(value):
+            items.append(f"{key}={value}")
+    return items
 
 
 @dataclass

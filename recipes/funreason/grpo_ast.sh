@@ -15,6 +15,8 @@
 #           base, 2 steps x 4 x 2): 10 min 35 s on 2 cores, reward 0.0 (the base model writes no BFCL call in 128 tokens)
 # Target:   BFCL Overall above the SFT start (FunReason Qwen2.5-Coder-7B: 83.66; published RL baselines: ToolRL
 #           Qwen2.5-7B 80.54, Tool-N1-7B 82.01). Evaluate the actor's HF folder with `agentic-verl eval bfcl`.
+# Settings: recipes/funreason/grpo_ast.yaml (over recipes/_common/grpo.yaml, agent_rl.yaml and verl's ppo_trainer);
+#           this script passes machine settings and paths, and the optional knobs below only when set.
 # Extra verl overrides go last: bash recipes/funreason/grpo_ast.sh trainer.total_training_steps=10
 set -euo pipefail
 RECIPES=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -37,58 +39,33 @@ VAL_FILE=${VAL_FILE:-$DATA_DIR/rl_val.parquet}
 REWARD_CONFIG=${REWARD_CONFIG:-reward_fns/configs/funreason_ast_format.yaml}
 N_GPUS=${N_GPUS:-8}
 NNODES=${NNODES:-1}
-TRAIN_BATCH_SIZE=${TRAIN_BATCH_SIZE:-256}
-PPO_MINI_BATCH_SIZE=${PPO_MINI_BATCH_SIZE:-64}
-MICRO_BATCH_SIZE=${MICRO_BATCH_SIZE:-4}          # per GPU
-ROLLOUT_N=${ROLLOUT_N:-8}
-MAX_PROMPT_LENGTH=${MAX_PROMPT_LENGTH:-4096}    # BFCL prompts carry every function's JSON doc
-MAX_RESPONSE_LENGTH=${MAX_RESPONSE_LENGTH:-1024} # FunReason's targets: ~350 reasoning + ~31 call tokens
-ACTOR_LR=${ACTOR_LR:-1e-6}
-TOTAL_TRAINING_STEPS=${TOTAL_TRAINING_STEPS:-300}
-ROLLOUT_NAME=${ROLLOUT_NAME:-vllm}
-LOGGER=${LOGGER:-['console','wandb']}
-PROJECT=${PROJECT:-agentic_verl}
 EXPERIMENT=${EXPERIMENT:-funreason_grpo_ast}
+# Optional, empty: grpo_ast.yaml's value. TRAIN_BATCH_SIZE PPO_MINI_BATCH_SIZE MICRO_BATCH_SIZE (per GPU) ROLLOUT_N
+# MAX_PROMPT_LENGTH MAX_RESPONSE_LENGTH ACTOR_LR TOTAL_TRAINING_STEPS ROLLOUT_NAME LOGGER PROJECT (the CPU switch
+# sets the sizes, steps, rollout and logger itself).
 
 ARGS=(
-    algorithm.adv_estimator=grpo
-    algorithm.use_kl_in_reward=False
+    --config-path "$RECIPES" --config-name funreason/grpo_ast
     data.train_files="$TRAIN_FILE"
     data.val_files="$VAL_FILE"
-    data.train_batch_size="$TRAIN_BATCH_SIZE"
-    data.max_prompt_length="$MAX_PROMPT_LENGTH"
-    data.max_response_length="$MAX_RESPONSE_LENGTH"
-    data.filter_overlong_prompts=True
-    data.return_raw_chat=True
     actor_rollout_ref.model.path="$MODEL_PATH"
-    actor_rollout_ref.actor.optim.lr="$ACTOR_LR"
-    actor_rollout_ref.actor.ppo_mini_batch_size="$PPO_MINI_BATCH_SIZE"
-    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu="$MICRO_BATCH_SIZE"
-    actor_rollout_ref.actor.use_kl_loss=True
-    actor_rollout_ref.actor.kl_loss_coef=0.001
-    actor_rollout_ref.actor.kl_loss_type=low_var_kl
-    actor_rollout_ref.actor.entropy_coeff=0
-    actor_rollout_ref.rollout.name="$ROLLOUT_NAME"
-    actor_rollout_ref.rollout.n="$ROLLOUT_N"
-    actor_rollout_ref.rollout.temperature=1.0
-    actor_rollout_ref.rollout.val_kwargs.temperature=0     # BFCL evaluates greedily
-    actor_rollout_ref.rollout.val_kwargs.do_sample=False
-    actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu="$MICRO_BATCH_SIZE"
-    actor_rollout_ref.rollout.agent.default_agent_loop=function_call
-    'actor_rollout_ref.actor.checkpoint.save_contents=[model,optimizer,extra,hf_model]'   # + actor/huggingface for eval
-    actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu="$MICRO_BATCH_SIZE"
-    reward.reward_manager.name=agentic_trace
-    trainer.v1.sampler.custom_sampler.path=pkg://agentic_verl.agent_loops.trace_sampler   # agent/* step metrics
-    trainer.v1.sampler.custom_sampler.name=AgentMetricsReplayBuffer
-    reward.custom_reward_function.path=reward_fns/composed.py
-    reward.custom_reward_function.name=compute_score
     +reward.custom_reward_function.reward_kwargs.config="$REWARD_CONFIG"
     trainer.n_gpus_per_node="$N_GPUS"
     trainer.nnodes="$NNODES"
-    trainer.total_training_steps="$TOTAL_TRAINING_STEPS"
-    trainer.logger="$LOGGER"
-    trainer.project_name="$PROJECT"
     trainer.experiment_name="$EXPERIMENT"
+    ${TRAIN_BATCH_SIZE:+"data.train_batch_size=$TRAIN_BATCH_SIZE"}
+    ${PPO_MINI_BATCH_SIZE:+"actor_rollout_ref.actor.ppo_mini_batch_size=$PPO_MINI_BATCH_SIZE"}
+    ${MICRO_BATCH_SIZE:+"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=$MICRO_BATCH_SIZE"
+                        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=$MICRO_BATCH_SIZE"
+                        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=$MICRO_BATCH_SIZE"}
+    ${ROLLOUT_N:+"actor_rollout_ref.rollout.n=$ROLLOUT_N"}
+    ${MAX_PROMPT_LENGTH:+"data.max_prompt_length=$MAX_PROMPT_LENGTH"}
+    ${MAX_RESPONSE_LENGTH:+"data.max_response_length=$MAX_RESPONSE_LENGTH"}
+    ${ACTOR_LR:+"actor_rollout_ref.actor.optim.lr=$ACTOR_LR"}
+    ${TOTAL_TRAINING_STEPS:+"trainer.total_training_steps=$TOTAL_TRAINING_STEPS"}
+    ${ROLLOUT_NAME:+"actor_rollout_ref.rollout.name=$ROLLOUT_NAME"}
+    ${LOGGER:+"trainer.logger=$LOGGER"}
+    ${PROJECT:+"trainer.project_name=$PROJECT"}
     "${DEVICE_OVERRIDES[@]}"
     "$@"
 )

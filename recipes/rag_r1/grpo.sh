@@ -16,6 +16,8 @@
 #           searches MAX_TURNS times like training (the paper: up to 5; `agentic-verl eval qa` runs its protocol)
 # Runtime:  ~1 day on 8 GPUs for 500 steps; CPU smoke run with the tiny test model: ~1-2 min for 2 steps.
 # Target:   RAG-R1's PPO numbers (avg EM .455, mq) are the reference; the paper publishes no GRPO run.
+# Settings: recipes/rag_r1/grpo.yaml (over recipes/_common/grpo.yaml, agent_rl.yaml and verl's ppo_trainer); this
+#           script passes machine settings and paths, and the optional knobs below only when set.
 # Extra verl overrides go last: bash recipes/rag_r1/grpo.sh trainer.total_training_steps=10
 set -euo pipefail
 RECIPES=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -30,65 +32,38 @@ TRAIN_FILE=${TRAIN_FILE:-$DATA_DIR/train.parquet}
 VAL_FILE=${VAL_FILE:-$DATA_DIR/test.parquet}
 RETRIEVAL_URL=${RETRIEVAL_URL:-http://127.0.0.1:8000}
 RAG_MODE=${RAG_MODE:-$(rag_r1_data_mode "$TRAIN_FILE")}   # sq | mq; default: the mode the data was written for
-VAL_TEMPERATURE=${VAL_TEMPERATURE:-0.7}          # RAG-R1's evaluation sampling
-MAX_TURNS=${MAX_TURNS:-4}
 N_GPUS=${N_GPUS:-8}
 NNODES=${NNODES:-1}
-TRAIN_BATCH_SIZE=${TRAIN_BATCH_SIZE:-256}
-PPO_MINI_BATCH_SIZE=${PPO_MINI_BATCH_SIZE:-64}
-MICRO_BATCH_SIZE=${MICRO_BATCH_SIZE:-4}          # per GPU
-ROLLOUT_N=${ROLLOUT_N:-5}
-MAX_PROMPT_LENGTH=${MAX_PROMPT_LENGTH:-2048}
-MAX_RESPONSE_LENGTH=${MAX_RESPONSE_LENGTH:-6144}
-ACTOR_LR=${ACTOR_LR:-1e-6}
-TOTAL_TRAINING_STEPS=${TOTAL_TRAINING_STEPS:-500}
-ROLLOUT_NAME=${ROLLOUT_NAME:-vllm}
-LOGGER=${LOGGER:-['console','wandb']}
-PROJECT=${PROJECT:-agentic_verl}
 EXPERIMENT=${EXPERIMENT:-rag_r1_grpo_${RAG_MODE:-data}}
-MODE_OVERRIDE=()
-if [[ -n "$RAG_MODE" ]]; then MODE_OVERRIDE=(+actor_rollout_ref.rollout.custom.rag_r1.mode="$RAG_MODE"); fi
+# Optional, empty: grpo.yaml's value. TRAIN_BATCH_SIZE PPO_MINI_BATCH_SIZE MICRO_BATCH_SIZE (per GPU) ROLLOUT_N
+# MAX_PROMPT_LENGTH MAX_RESPONSE_LENGTH ACTOR_LR TOTAL_TRAINING_STEPS VAL_TEMPERATURE MAX_TURNS ROLLOUT_NAME LOGGER
+# PROJECT (the CPU switch sets the sizes, steps, rollout and logger itself).
 
 ARGS=(
-    algorithm.adv_estimator=grpo
-    algorithm.use_kl_in_reward=False
+    --config-path "$RECIPES" --config-name rag_r1/grpo
     data.train_files="$TRAIN_FILE"
     data.val_files="$VAL_FILE"
-    data.train_batch_size="$TRAIN_BATCH_SIZE"
-    data.max_prompt_length="$MAX_PROMPT_LENGTH"
-    data.max_response_length="$MAX_RESPONSE_LENGTH"
-    data.return_raw_chat=True
     actor_rollout_ref.model.path="$MODEL_PATH"
-    actor_rollout_ref.actor.optim.lr="$ACTOR_LR"
-    actor_rollout_ref.actor.ppo_mini_batch_size="$PPO_MINI_BATCH_SIZE"
-    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu="$MICRO_BATCH_SIZE"
-    actor_rollout_ref.actor.use_kl_loss=True
-    actor_rollout_ref.actor.kl_loss_coef=0.001
-    actor_rollout_ref.actor.kl_loss_type=low_var_kl
-    actor_rollout_ref.actor.entropy_coeff=0
-    actor_rollout_ref.rollout.name="$ROLLOUT_NAME"
-    actor_rollout_ref.rollout.n="$ROLLOUT_N"
-    actor_rollout_ref.rollout.temperature=1.0
-    actor_rollout_ref.rollout.val_kwargs.temperature="$VAL_TEMPERATURE"
-    actor_rollout_ref.rollout.val_kwargs.do_sample=True
-    actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu="$MICRO_BATCH_SIZE"
-    actor_rollout_ref.rollout.agent.default_agent_loop=rag_r1
-    'actor_rollout_ref.actor.checkpoint.save_contents=[model,optimizer,extra,hf_model]'   # + actor/huggingface for eval.sh
     +actor_rollout_ref.rollout.custom.rag_r1.retrieval_url="$RETRIEVAL_URL"
-    "${MODE_OVERRIDE[@]}"
-    +actor_rollout_ref.rollout.custom.rag_r1.max_turns="$MAX_TURNS"
-    actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu="$MICRO_BATCH_SIZE"
-    reward.reward_manager.name=agentic_trace
-    trainer.v1.sampler.custom_sampler.path=pkg://agentic_verl.agent_loops.trace_sampler   # agent/* step metrics
-    trainer.v1.sampler.custom_sampler.name=AgentMetricsReplayBuffer
-    reward.custom_reward_function.path=reward_fns/qa_em.py
-    reward.custom_reward_function.name=compute_score
+    ${RAG_MODE:+"+actor_rollout_ref.rollout.custom.rag_r1.mode=$RAG_MODE"}
     trainer.n_gpus_per_node="$N_GPUS"
     trainer.nnodes="$NNODES"
-    trainer.total_training_steps="$TOTAL_TRAINING_STEPS"
-    trainer.logger="$LOGGER"
-    trainer.project_name="$PROJECT"
     trainer.experiment_name="$EXPERIMENT"
+    ${TRAIN_BATCH_SIZE:+"data.train_batch_size=$TRAIN_BATCH_SIZE"}
+    ${PPO_MINI_BATCH_SIZE:+"actor_rollout_ref.actor.ppo_mini_batch_size=$PPO_MINI_BATCH_SIZE"}
+    ${MICRO_BATCH_SIZE:+"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=$MICRO_BATCH_SIZE"
+                        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=$MICRO_BATCH_SIZE"
+                        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=$MICRO_BATCH_SIZE"}
+    ${ROLLOUT_N:+"actor_rollout_ref.rollout.n=$ROLLOUT_N"}
+    ${MAX_PROMPT_LENGTH:+"data.max_prompt_length=$MAX_PROMPT_LENGTH"}
+    ${MAX_RESPONSE_LENGTH:+"data.max_response_length=$MAX_RESPONSE_LENGTH"}
+    ${ACTOR_LR:+"actor_rollout_ref.actor.optim.lr=$ACTOR_LR"}
+    ${TOTAL_TRAINING_STEPS:+"trainer.total_training_steps=$TOTAL_TRAINING_STEPS"}
+    ${VAL_TEMPERATURE:+"actor_rollout_ref.rollout.val_kwargs.temperature=$VAL_TEMPERATURE"}
+    ${MAX_TURNS:+"actor_rollout_ref.rollout.custom.rag_r1.max_turns=$MAX_TURNS"}
+    ${ROLLOUT_NAME:+"actor_rollout_ref.rollout.name=$ROLLOUT_NAME"}
+    ${LOGGER:+"trainer.logger=$LOGGER"}
+    ${PROJECT:+"trainer.project_name=$PROJECT"}
     "${DEVICE_OVERRIDES[@]}"
     "$@"
 )

@@ -14,12 +14,10 @@
 # Model:    MODEL_PATH, default Qwen/Qwen2.5-VL-7B-Instruct (GUI-R1 and GUI-G2 start RL from the instruct model).
 # Checks:   `agentic-verl preflight gui` before launching (gui_grounding parquet, a Qwen2.5-VL with its processor,
 #           GPU memory budget; PREFLIGHT=0 skips it).
-# Settings: from GUI-R1's EasyR1 setup (its examples/qwen2_5_vl_7b_gui_grpo.sh over EasyR1's examples/config.yaml;
-#           the public copies agree on these): lr 1e-6, weight decay 1e-2, update batch 128, temperature 1.0, KL as a
-#           loss (low_var_kl, coef 1e-2), 5 samples per prompt, max_pixels 1258291, prompt 2048 tokens, responses with
-#           reasoning in 1024. From GUI-G2 (run_grpo_gaussian.sh): 8 samples per prompt, lr 1e-6, 1 epoch. Ours:
-#           128 prompts x 8 per step, 256 response tokens (one click, no reasoning asked: GUI-G1 finds long
-#           reasoning hurts grounding), greedy validation (as `eval screenspot`).
+# Settings: recipes/v2p/grpo_click.yaml (over recipes/_common/grpo.yaml, agent_rl.yaml and verl's ppo_trainer), each
+#           with its source: GUI-R1's EasyR1 setup (its examples/qwen2_5_vl_7b_gui_grpo.sh over EasyR1's
+#           examples/config.yaml), GUI-G2's run_grpo_gaussian.sh, and ours. This script passes machine settings and
+#           paths, and the optional knobs below only when set.
 # Runtime:  GPU not measured. CPU smoke run (tiny model, 2 steps of 2 prompts x 2 samples, 16 tokens): 220-246 s on
 #           2 shared cores, ~45 s of it the two steps (the rest Ray, vLLM and FSDP start-up); reward 0 (no click).
 # Target:   the start model's ScreenSpot-v2 / -Pro click accuracy going up (published: Qwen2.5-VL-7B 88.8 / 26.8,
@@ -47,76 +45,46 @@ MODEL_PATH=${MODEL_PATH:-Qwen/Qwen2.5-VL-7B-Instruct}
 DATA_DIR=${DATA_DIR:-data/v2p}
 TRAIN_FILE=${TRAIN_FILE:-$DATA_DIR/train.parquet}
 VAL_FILE=${VAL_FILE:-$DATA_DIR/test.parquet}
-REWARD_FN=${REWARD_FN:-compute_score}            # reward_fns/gui_click.py: click in box (GUI-R1)
 N_GPUS=${N_GPUS:-8}
 NNODES=${NNODES:-1}
-TRAIN_BATCH_SIZE=${TRAIN_BATCH_SIZE:-128}
-PPO_MINI_BATCH_SIZE=${PPO_MINI_BATCH_SIZE:-128}  # GUI-R1's update batch
-MICRO_BATCH_SIZE=${MICRO_BATCH_SIZE:-4}          # per GPU
-ROLLOUT_N=${ROLLOUT_N:-8}                        # GUI-G2: 8 (GUI-R1: 5)
-MAX_PROMPT_LENGTH=${MAX_PROMPT_LENGTH:-2048}     # GUI-R1; ~1600 image tokens at MAX_PIXELS
-MAX_RESPONSE_LENGTH=${MAX_RESPONSE_LENGTH:-256}
-MAX_PIXELS=${MAX_PIXELS-1258291}                 # GUI-R1; empty: the processor's own (Qwen2.5-VL: 12845056)
-MIN_PIXELS=${MIN_PIXELS:-3136}                   # Qwen2.5-VL's processor default
-ACTOR_LR=${ACTOR_LR:-1e-6}                       # GUI-R1 and GUI-G2
-KL_COEF=${KL_COEF:-0.01}                         # GUI-R1 (GUI-G2: beta 0.04)
-TOTAL_EPOCHS=${TOTAL_EPOCHS:-1}                  # GUI-G2
-TOTAL_TRAINING_STEPS=${TOTAL_TRAINING_STEPS:-null}
-ROLLOUT_NAME=${ROLLOUT_NAME:-vllm}
-LOGGER=${LOGGER:-['console','wandb']}
-PROJECT=${PROJECT:-agentic_verl}
 EXPERIMENT=${EXPERIMENT:-v2p_grpo_click}
-
-# The processor's resize bounds, for every party that resizes: verl's loop and trainer, and vLLM per request
-# (transformers 5 reads them as size={shortest_edge, longest_edge}; the loop maps clicks back with the same bounds).
+# Optional, empty: grpo_click.yaml's value. REWARD_FN (a function of reward_fns/gui_click.py) TRAIN_BATCH_SIZE
+# PPO_MINI_BATCH_SIZE MICRO_BATCH_SIZE (per GPU) ROLLOUT_N MAX_PROMPT_LENGTH MAX_RESPONSE_LENGTH MIN_PIXELS
+# MAX_PIXELS ACTOR_LR KL_COEF TOTAL_EPOCHS TOTAL_TRAINING_STEPS ROLLOUT_NAME LOGGER PROJECT (the CPU switch sets the
+# sizes, steps, rollout and logger itself). MAX_PIXELS set but empty: no resize bounds, the processor's own.
 PIXEL_OVERRIDES=()
-if [[ -n "$MAX_PIXELS" ]]; then
-    PIXEL_OVERRIDES=(+data.mm_processor_kwargs.size.shortest_edge="$MIN_PIXELS"
-                     +data.mm_processor_kwargs.size.longest_edge="$MAX_PIXELS")
+if [[ -v MAX_PIXELS && -z "$MAX_PIXELS" ]]; then
+    PIXEL_OVERRIDES=('~data.mm_processor_kwargs.size')   # hydra's delete
+else
+    PIXEL_OVERRIDES=(${MIN_PIXELS:+"data.mm_processor_kwargs.size.shortest_edge=$MIN_PIXELS"}
+                     ${MAX_PIXELS:+"data.mm_processor_kwargs.size.longest_edge=$MAX_PIXELS"})
 fi
 
 ARGS=(
-    algorithm.adv_estimator=grpo
-    algorithm.use_kl_in_reward=False
+    --config-path "$RECIPES" --config-name v2p/grpo_click
     data.train_files="$TRAIN_FILE"
     data.val_files="$VAL_FILE"
-    data.train_batch_size="$TRAIN_BATCH_SIZE"
-    data.max_prompt_length="$MAX_PROMPT_LENGTH"
-    data.max_response_length="$MAX_RESPONSE_LENGTH"
-    data.filter_overlong_prompts=True
-    data.return_raw_chat=True
-    "${PIXEL_OVERRIDES[@]}"
     actor_rollout_ref.model.path="$MODEL_PATH"
-    actor_rollout_ref.actor.optim.lr="$ACTOR_LR"
-    actor_rollout_ref.actor.optim.weight_decay=0.01
-    actor_rollout_ref.actor.ppo_mini_batch_size="$PPO_MINI_BATCH_SIZE"
-    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu="$MICRO_BATCH_SIZE"
-    actor_rollout_ref.actor.use_kl_loss=True
-    actor_rollout_ref.actor.kl_loss_coef="$KL_COEF"
-    actor_rollout_ref.actor.kl_loss_type=low_var_kl
-    actor_rollout_ref.actor.entropy_coeff=0
-    actor_rollout_ref.rollout.name="$ROLLOUT_NAME"
-    actor_rollout_ref.rollout.n="$ROLLOUT_N"
-    actor_rollout_ref.rollout.temperature=1.0
-    actor_rollout_ref.rollout.val_kwargs.temperature=0     # greedy, as ScreenSpot is evaluated
-    actor_rollout_ref.rollout.val_kwargs.do_sample=False
-    actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu="$MICRO_BATCH_SIZE"
-    actor_rollout_ref.rollout.agent.default_agent_loop=gui_grounding
-    +actor_rollout_ref.rollout.custom.gui_grounding.max_tokens="$MAX_RESPONSE_LENGTH"
-    'actor_rollout_ref.actor.checkpoint.save_contents=[model,optimizer,extra,hf_model]'   # + actor/huggingface for eval
-    actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu="$MICRO_BATCH_SIZE"
-    reward.reward_manager.name=agentic_trace
-    trainer.v1.sampler.custom_sampler.path=pkg://agentic_verl.agent_loops.trace_sampler   # agent/* step metrics
-    trainer.v1.sampler.custom_sampler.name=AgentMetricsReplayBuffer
-    reward.custom_reward_function.path=reward_fns/gui_click.py
-    reward.custom_reward_function.name="$REWARD_FN"
     trainer.n_gpus_per_node="$N_GPUS"
     trainer.nnodes="$NNODES"
-    trainer.total_epochs="$TOTAL_EPOCHS"
-    trainer.total_training_steps="$TOTAL_TRAINING_STEPS"
-    trainer.logger="$LOGGER"
-    trainer.project_name="$PROJECT"
     trainer.experiment_name="$EXPERIMENT"
+    "${PIXEL_OVERRIDES[@]}"
+    ${REWARD_FN:+"reward.custom_reward_function.name=$REWARD_FN"}
+    ${TRAIN_BATCH_SIZE:+"data.train_batch_size=$TRAIN_BATCH_SIZE"}
+    ${PPO_MINI_BATCH_SIZE:+"actor_rollout_ref.actor.ppo_mini_batch_size=$PPO_MINI_BATCH_SIZE"}
+    ${MICRO_BATCH_SIZE:+"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=$MICRO_BATCH_SIZE"
+                        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=$MICRO_BATCH_SIZE"
+                        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=$MICRO_BATCH_SIZE"}
+    ${ROLLOUT_N:+"actor_rollout_ref.rollout.n=$ROLLOUT_N"}
+    ${MAX_PROMPT_LENGTH:+"data.max_prompt_length=$MAX_PROMPT_LENGTH"}
+    ${MAX_RESPONSE_LENGTH:+"data.max_response_length=$MAX_RESPONSE_LENGTH"}
+    ${ACTOR_LR:+"actor_rollout_ref.actor.optim.lr=$ACTOR_LR"}
+    ${KL_COEF:+"actor_rollout_ref.actor.kl_loss_coef=$KL_COEF"}
+    ${TOTAL_EPOCHS:+"trainer.total_epochs=$TOTAL_EPOCHS"}
+    ${TOTAL_TRAINING_STEPS:+"trainer.total_training_steps=$TOTAL_TRAINING_STEPS"}
+    ${ROLLOUT_NAME:+"actor_rollout_ref.rollout.name=$ROLLOUT_NAME"}
+    ${LOGGER:+"trainer.logger=$LOGGER"}
+    ${PROJECT:+"trainer.project_name=$PROJECT"}
     "${DEVICE_OVERRIDES[@]}"
     "${VL_DEVICE_OVERRIDES[@]}"
     "$@"

@@ -13,6 +13,9 @@ Why a snapshot and not a runtime comparison with `git show HEAD:<recipe>`: once 
 change, and the comparison would be the recipe with itself. The snapshots were written from the bash-only recipes
 (commit 122af04) before their settings moved into YAML; the move kept every one.
 
+Beside the snapshots: every knob the demos and tests set still reaches its setting over the YAML's value, and
+extra overrides ("$@") still go last and win.
+
 A deliberate change of a recipe's settings updates the snapshots, reviewed in the diff:
 
     .venv/bin/python tests/cpu/test_recipe_configs.py --write
@@ -75,11 +78,13 @@ def _verl_defaults() -> dict:
     return _BASE
 
 
-def recipe_settings(recipe: str, device: str, tmp_path: Path, args: tuple[str, ...] = ()) -> dict:
-    """The recipe's effective config (recorded launch, composed and resolved) minus verl's ppo_trainer defaults."""
-    env = {name: "" for name in _knob_names()}  # emptied, then dropped below: as if never exported
-    env.update({"AGENTIC_VERL_DEVICE": device, **FIXED_ENV})
-    launch = _recorded_overrides(recipe, tmp_path, env, args=args, unset=[k for k, v in env.items() if v == ""])
+def recipe_settings(recipe: str, device: str, tmp_path: Path, args: tuple[str, ...] = (),
+                    keep: set[str] = frozenset()) -> dict:
+    """The recipe's effective config (recorded launch, composed and resolved) minus verl's ppo_trainer defaults;
+    the recipes' knobs unset except those in `keep` (as this process's environment has them)."""
+    env = {"AGENTIC_VERL_DEVICE": device, **{k: v for k, v in FIXED_ENV.items() if k not in keep}}
+    unset = _knob_names() - keep - set(env)
+    launch = _recorded_overrides(recipe, tmp_path, env, args=args, unset=sorted(unset))
     config = _resolved(_compose("ppo_trainer", launch))
     base = _verl_defaults()
     diff = {key: value for key, value in config.items() if key not in base or base[key] != value}
@@ -110,6 +115,52 @@ def test_extra_overrides_go_last_and_win(recipe, tmp_path):
                                                                "algorithm.adv_estimator=reinforce_plus_plus"))
     assert settings["actor_rollout_ref.rollout.n"] == 3
     assert settings["algorithm.adv_estimator"] == "reinforce_plus_plus"
+
+
+# The knobs the demos and tests pass (recipes/*/demo.sh, tests/cpu/cpu_backend_helpers.py), each a value no YAML
+# holds, and the setting it must reach.
+KNOBS = {
+    "TRAIN_BATCH_SIZE": ("6", {"data.train_batch_size": 6}),
+    "PPO_MINI_BATCH_SIZE": ("3", {"actor_rollout_ref.actor.ppo_mini_batch_size": 3}),
+    "MICRO_BATCH_SIZE": ("5", {"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": 5,
+                               "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": 5,
+                               "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": 5}),
+    "ROLLOUT_N": ("3", {"actor_rollout_ref.rollout.n": 3}),
+    "MAX_PROMPT_LENGTH": ("300", {"data.max_prompt_length": 300}),
+    "MAX_RESPONSE_LENGTH": ("40", {"data.max_response_length": 40}),
+    "ACTOR_LR": ("3e-3", {"actor_rollout_ref.actor.optim.lr": 3e-3}),
+    "TOTAL_TRAINING_STEPS": ("7", {"trainer.total_training_steps": 7}),
+    "LOGGER": ("['console','file']", {"trainer.logger": ["console", "file"]}),
+    "EXPERIMENT": ("knob_run", {"trainer.experiment_name": "knob_run"}),
+    "N_GPUS": ("2", {"trainer.n_gpus_per_node": 2}),
+    "TRAIN_FILE": ("/d/t.parquet", {"data.train_files": "/d/t.parquet"}),
+}
+METHOD_KNOBS = {
+    "rag_r1/grpo.sh": {"MAX_TURNS": ("2", {"actor_rollout_ref.rollout.custom.rag_r1.max_turns": 2}),
+                       "RETRIEVAL_URL": ("http://h:1", {"actor_rollout_ref.rollout.custom.rag_r1.retrieval_url":
+                                                        "http://h:1"})},
+    "rag_r1/ppo.sh": {"CRITIC_LR": ("2e-4", {"critic.optim.lr": 2e-4}),
+                      "MICRO_BATCH_SIZE": ("5", {**KNOBS["MICRO_BATCH_SIZE"][1],
+                                                 "critic.ppo_micro_batch_size_per_gpu": 5})},
+    "funreason/grpo_ast.sh": {"REWARD_CONFIG": ("r.yaml", {"reward.custom_reward_function.reward_kwargs.config":
+                                                           "r.yaml"})},
+    "v2p/grpo_click.sh": {"REWARD_FN": ("compute_score_gaussian_point",
+                                       {"reward.custom_reward_function.name": "compute_score_gaussian_point"}),
+                          "KL_COEF": ("0.04", {"actor_rollout_ref.actor.kl_loss_coef": 0.04}),
+                          "MAX_RESPONSE_LENGTH": ("40", {"actor_rollout_ref.rollout.custom.gui_grounding.max_tokens":
+                                                         40})},
+}
+
+
+@pytest.mark.parametrize("recipe", RL_RECIPES)
+def test_knobs_reach_their_settings(recipe, tmp_path, monkeypatch):
+    """Every knob a demo or test sets still reaches verl, over the YAML's value."""
+    knobs = {**KNOBS, **METHOD_KNOBS[recipe]}
+    for name, (value, _) in knobs.items():
+        monkeypatch.setenv(name, value)
+    settings = recipe_settings(recipe, "gpu", tmp_path, keep=set(knobs))
+    expected = {key: value for name in knobs for key, value in knobs[name][1].items()}
+    assert {key: settings.get(key) for key in expected} == expected
 
 
 def _write_snapshots() -> None:

@@ -167,7 +167,7 @@ def recorded_overrides(recipe: str, work: Path, env: dict[str, str], overrides: 
     subprocess.run(["bash", str(REPO / "recipes" / recipe), *overrides], cwd=REPO, env=full_env, check=True,
                    timeout=60)
     argv = record.read_text().splitlines()
-    return argv[argv.index("-m") + 2:]  # after `-m verl.trainer.<module>`
+    return argv[argv.index("-m") + 2:]  # after `-m verl.trainer.<module>`: [--config-path P --config-name N] overrides
 
 
 def short_ray_dir() -> str:

@@ -10,13 +10,19 @@ import pytest
 from gpu_recipe_runner import grpo_args, ppo_args, recorded_overrides, sft_args
 
 
-def _compose(config_name: str, overrides: list[str]):
+def _compose(config_name: str, launch: list[str]):
+    """A recorded launch composed as hydra's main does: a leading `--config-path DIR --config-name NAME` (the RL
+    recipes' YAML) picks the primary config, else verl's `config_name`."""
     import verl
     from hydra import compose, initialize_config_dir
 
     config_dir = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
+    launch = list(launch)
+    while launch and launch[0] in ("--config-path", "--config-name"):
+        flag, value = launch.pop(0), launch.pop(0)
+        config_dir, config_name = (value, config_name) if flag == "--config-path" else (config_dir, value)
     with initialize_config_dir(config_dir=config_dir, version_base=None):
-        return compose(config_name=config_name, overrides=overrides)
+        return compose(config_name=config_name, overrides=launch)
 
 
 @pytest.mark.parametrize("recipe, args", [("rag_r1/grpo.sh", grpo_args), ("rag_r1/ppo.sh", ppo_args)])
