@@ -66,6 +66,12 @@ demo: install
 demo-funreason: install
 	bash recipes/funreason/demo.sh
 
+# The V2P miniature on this CPU (recipes/v2p/demo.sh: synthetic GUI world, pointer SFT warm-up and full, text-click SFT,
+# GRPO, click accuracy by widget size beside the centre-click and random-widget baselines; docs/v2p.md).
+.PHONY: demo-v2p
+demo-v2p: install
+	bash recipes/v2p/demo.sh
+
 bench: install
 	@for script in benchmarks/bench_*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
 

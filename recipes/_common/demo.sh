@@ -1,13 +1,29 @@
 # shellcheck shell=bash
-# Sourced by the miniatures' demo scripts (recipes/demo/run.sh, recipes/funreason/demo.sh): numbered stages with
+# Sourced by the miniatures' demo scripts (recipes/demo/run.sh, recipes/funreason/demo.sh, recipes/v2p/demo.sh): numbered stages with
 # their times, commands logged in full with a short console view, and cleanup of what the run started.
 #
+#   demo_env NAME                   the environment every stage runs in (PATH to .venv, offline hubs, THREADS torch
+#                                   threads, Ray's session folder /tmp/ray_NAME_PID unless CPU_RAY_TMPDIR is set)
 #   demo_begin N_STAGES             START; on exit, kill DEMO_PIDS and the Ray processes of CPU_RAY_TMPDIR, remove it
 #   stage N TITLE                   print the previous stage's seconds (kept in STAGE_SECONDS[N]) and the new header
 #   stage_end                       the same for the last stage
 #   run_logged LOG FILTER... -- CMD...   full output to LOG, the filter's lines to the terminal; on failure the log's
 #                                   last lines and the command's exit code
 #   progress PREFIX KEY...          a run_logged filter: verl's console "step:N - k:v - ..." lines, one short line each
+
+demo_env() {
+    export PATH="$ROOT/.venv/bin:$PATH"       # the recipes call python3 / torchrun / agentic-verl
+    export AGENTIC_VERL HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+    export RAY_AUTH_MODE=disabled RAY_USAGE_STATS_ENABLED=0
+    # torch threads per process (one stage runs at a time, so each gets both cores; on a busy machine use THREADS=1:
+    # two OpenMP threads that get preempted make a step 10-20x slower). Only OMP_NUM_THREADS is set: vLLM's CPU
+    # worker pins itself to one core with OMP_NUM_THREADS=1, and with MKL_NUM_THREADS=2 also inherited from here,
+    # generation at two threads ran ~6x slower (measured by changing that one variable; not traced further).
+    THREADS=${THREADS:-2}
+    export OMP_NUM_THREADS=$THREADS
+    unset MKL_NUM_THREADS
+    export CPU_RAY_TMPDIR=${CPU_RAY_TMPDIR:-/tmp/ray_$1_$$}   # our own Ray session folder: cleanup touches only it
+}
 
 demo_begin() {
     DEMO_STAGES=$1

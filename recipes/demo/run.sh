@@ -40,20 +40,10 @@ MAX_RESPONSE_LENGTH=${MAX_RESPONSE_LENGTH:-512}
 PORT=${PORT:-}                                # retrieval server port (default: a free one)
 START_STAGE=${START_STAGE:-1}                 # 7: reuse $OUT's evaluations and SFT checkpoint (stages 4-6); 1-3 always run
 AGENTIC_VERL=${AGENTIC_VERL:-$ROOT/.venv/bin/agentic-verl}
-export PATH="$ROOT/.venv/bin:$PATH"           # the recipes call python3 / torchrun / agentic-verl
-export AGENTIC_VERL HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-export RAY_AUTH_MODE=disabled RAY_USAGE_STATS_ENABLED=0
-# torch threads per process (one stage runs at a time, so each gets both cores; on a busy machine use THREADS=1:
-# two OpenMP threads that get preempted make a step 10-20x slower). Only OMP_NUM_THREADS is set: vLLM's CPU worker
-# pins itself to one core with OMP_NUM_THREADS=1, and with MKL_NUM_THREADS=2 also inherited from here, generation
-# at two threads ran ~6x slower (measured by changing that one variable; not traced further).
-THREADS=${THREADS:-2}
-GRPO_THREADS=${GRPO_THREADS:-$THREADS}
-export OMP_NUM_THREADS=$THREADS
-unset MKL_NUM_THREADS
-export CPU_RAY_TMPDIR=${CPU_RAY_TMPDIR:-/tmp/ray_demo_$$}   # our own Ray session folder: cleanup touches only it
 
-source recipes/_common/demo.sh                  # stage, run_logged, progress, cleanup on exit
+source recipes/_common/demo.sh                  # demo_env, stage, run_logged, progress, cleanup on exit
+demo_env demo
+GRPO_THREADS=${GRPO_THREADS:-$THREADS}
 source recipes/_common/net.sh                   # free_port, wait_for_health
 
 mkdir -p "$OUT/logs" "$OUT/eval"

@@ -65,16 +65,7 @@ for n in "${API_COUNTS[@]}" "${QUESTION_COUNTS[@]}"; do positive_int "APIS / QUE
     fail "GRPO_STEPS x GRPO_BATCH_SIZE must not exceed the $((4 * QUESTION_COUNTS[0])) train questions"
 [[ -f "$REWARD_CONFIG" ]] || fail "REWARD_CONFIG $REWARD_CONFIG does not exist"
 
-export PATH="$ROOT/.venv/bin:$PATH"           # the recipes call python3 / torchrun / agentic-verl
-export AGENTIC_VERL HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-export RAY_AUTH_MODE=disabled RAY_USAGE_STATS_ENABLED=0
-# torch threads per process: one stage runs at a time, so each gets both cores (THREADS=1 on a busy machine). Only
-# OMP_NUM_THREADS: vLLM's CPU worker pins itself to one core, and an inherited MKL_NUM_THREADS=2 made its generation
-# ~6x slower (docs/measurements.md "RAG-R1 demo").
-THREADS=${THREADS:-2}
-export OMP_NUM_THREADS=$THREADS
-unset MKL_NUM_THREADS
-export CPU_RAY_TMPDIR=${CPU_RAY_TMPDIR:-/tmp/ray_fr_demo_$$}   # our own Ray session folder: cleanup touches only it
+demo_env fr_demo
 
 mkdir -p "$OUT/logs" "$OUT/eval"
 demo_begin 9

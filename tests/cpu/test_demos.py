@@ -1,7 +1,8 @@
-"""recipes/funreason/demo.sh refuses bad knobs before anything runs, and recipes/_common/demo.sh (the stage clock,
-run_logged and the cleanup both demos use) times stages, shows a failing command's log and exit code, and stops
-the background processes a demo started. The demo itself runs for ~27 minutes: docs/measurements.md, "FunReason
-miniature"."""
+"""The FunReason and V2P miniatures (recipes/funreason/demo.sh, recipes/v2p/demo.sh) refuse bad knobs before anything
+runs and stop at the first failing command; recipes/_common/demo.sh (the environment, the stage clock, run_logged
+and the cleanup every demo uses) sets the run's environment, times stages, shows a failing command's log and exit
+code, and stops the background processes a demo started. The demos themselves run for ~30 minutes each:
+docs/measurements.md, "FunReason miniature" and "V2P miniature"."""
 
 from __future__ import annotations
 
@@ -12,16 +13,17 @@ import time
 import pytest
 from cpu_backend_helpers import REPO
 
-DEMO = REPO / "recipes" / "funreason" / "demo.sh"
+FUNREASON = REPO / "recipes" / "funreason" / "demo.sh"
+V2P = REPO / "recipes" / "v2p" / "demo.sh"
 
 
-def _demo(env: dict, tmp_path) -> subprocess.CompletedProcess:
+def _demo(demo, env: dict, tmp_path) -> subprocess.CompletedProcess:
     # a stand-in agentic-verl that fails loudly: a knob error must stop the demo before its first command
     stand_in = tmp_path / "agentic-verl"
     stand_in.write_text("#!/usr/bin/env bash\necho 'agentic-verl was called' >&2\nexit 99\n")
     stand_in.chmod(0o755)
     full = {**os.environ, "AGENTIC_VERL": str(stand_in), "OUT": str(tmp_path / "out"), **env}
-    return subprocess.run(["bash", str(DEMO)], cwd=REPO, env=full, capture_output=True, text=True, timeout=60)
+    return subprocess.run(["bash", str(demo)], cwd=REPO, env=full, capture_output=True, text=True, timeout=60)
 
 
 @pytest.mark.parametrize("env, message", [
@@ -35,21 +37,49 @@ def _demo(env: dict, tmp_path) -> subprocess.CompletedProcess:
     ({"SFT_STEPS": "40", "SFT_BATCH_SIZE": "8", "QUESTIONS": "64 12 12"}, "must not exceed the 256 train questions"),
     ({"REWARD_CONFIG": "reward_fns/configs/none.yaml"}, "does not exist"),
 ])  # fmt: skip
-def test_demo_refuses_bad_knobs_before_running_anything(env, message, tmp_path):
-    proc = _demo(env, tmp_path)
+def test_funreason_demo_refuses_bad_knobs_before_running_anything(env, message, tmp_path):
+    proc = _demo(FUNREASON, env, tmp_path)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert "agentic-verl was called" not in proc.stderr and not (tmp_path / "out").exists()
 
 
-def test_demo_stops_at_the_first_failing_command(tmp_path):
-    proc = _demo({}, tmp_path)
-    assert proc.returncode == 99 and "(1/9) function-calling toy world" in proc.stdout
-    assert "(2/9)" not in proc.stdout
+@pytest.mark.parametrize("env, message", [
+    ({"SEED": "-1"}, "SEED must be a non-negative integer"),
+    ({"WARMUP_STEPS": "0"}, "WARMUP_STEPS must be a positive integer"),
+    ({"WIDGETS": "3"}, "WIDGETS takes two numbers"),
+    ({"EVAL_SPLIT": "train"}, "EVAL_SPLIT must be test or dev"),
+    ({"SFT_BATCH_SIZE": "16", "SFT_MICRO_BATCH_SIZE": "5"}, "multiple of SFT_MICRO_BATCH_SIZE"),
+    ({"ROLLOUT_N": "1"}, "ROLLOUT_N must be >= 2"),
+    ({"REWARD_FN": "compute_score_typo"}, "REWARD_FN must be compute_score"),
+])  # fmt: skip
+def test_v2p_demo_refuses_bad_knobs_before_running_anything(env, message, tmp_path):
+    proc = _demo(V2P, env, tmp_path)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert "agentic-verl was called" not in proc.stderr and not (tmp_path / "out").exists()
 
 
-def _run_common(script: str, tmp_path, env: dict | None = None) -> subprocess.CompletedProcess:
+@pytest.mark.parametrize("demo, first_stage", [(FUNREASON, "(1/9) function-calling toy world"),
+                                               (V2P, "(1/11) GUI world")])
+def test_demo_stops_at_the_first_failing_command(demo, first_stage, tmp_path):
+    proc = _demo(demo, {}, tmp_path)
+    assert proc.returncode == 99 and first_stage in proc.stdout
+    assert "(2/" not in proc.stdout
+
+
+def test_common_env_names_the_runs_ray_folder_and_sets_the_threads(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("CPU_RAY_TMPDIR", "THREADS")}
+    proc = _run_common('ROOT=/repo; demo_env v2p_demo; echo "$CPU_RAY_TMPDIR $OMP_NUM_THREADS ${MKL_NUM_THREADS-unset} '
+                       '$HF_HUB_OFFLINE $$"; echo "$PATH"', tmp_path, {**env, "MKL_NUM_THREADS": "2"}, clear=True)
+    assert proc.returncode == 0, proc.stderr
+    values, path = proc.stdout.splitlines()
+    ray_dir, threads, mkl, offline, pid = values.split()
+    assert ray_dir == f"/tmp/ray_v2p_demo_{pid}" and threads == "2" and mkl == "unset" and offline == "1"
+    assert path.startswith("/repo/.venv/bin:")
+
+
+def _run_common(script: str, tmp_path, env: dict | None = None, clear: bool = False) -> subprocess.CompletedProcess:
     text = f"set -euo pipefail\nsource {REPO / 'recipes' / '_common' / 'demo.sh'}\n{script}"
-    return subprocess.run(["bash", "-c", text], cwd=tmp_path, env={**os.environ, **(env or {})},
+    return subprocess.run(["bash", "-c", text], cwd=tmp_path, env={**({} if clear else os.environ), **(env or {})},
                           capture_output=True, text=True, timeout=60)
 
 
