@@ -5,8 +5,11 @@
   exits first or stays silent past the timeout is an error (the retrieval server, the benchmarks' servers).
 - `check_model_or_endpoint(model, endpoint, model_name)`: an evaluation runs on exactly one of a local model folder
   (which must exist) or an endpoint (which needs the name it serves the model under).
-- `check_served_model(base, model)`: `GET base/v1/models` answers and lists `model`, else `EndpointError` (the evals'
-  endpoint engine, V2P's endpoint predictor, FCDR's judge), before any request is sent.
+- `check_served_model(base, model, headers)`: `GET base/v1/models` answers and lists `model`, else `EndpointError`
+  (the evals' endpoint engine, V2P's endpoint predictor, FCDR's judge), before any request is sent.
+- `auth_headers(api_key_env)`: the bearer token every endpoint request carries, read from the environment variable
+  `api_key_env` names (`--api-key-env`; OPENAI_API_KEY when none is named, as OpenAI's clients do). Only the variable's
+  name is kept in settings and results; the key itself is never printed, logged or written.
 
 Standard library only (shell twins: recipes/_common/net.sh). Requests go straight to the server, never through an
 `http_proxy` from the environment (as `httpx(trust_env=False)` and aiohttp's default elsewhere in the package).
@@ -15,6 +18,7 @@ Standard library only (shell twins: recipes/_common/net.sh). Requests go straigh
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import time
@@ -22,13 +26,28 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-__all__ = ["EndpointError", "check_model_or_endpoint", "check_served_model", "free_port", "wait_for_health"]
+__all__ = ["DEFAULT_API_KEY_ENV", "EndpointError", "auth_headers", "check_model_or_endpoint", "check_served_model",
+           "free_port", "wait_for_health"]
 
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no proxy from the environment
 
 
+DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+
+
 class EndpointError(RuntimeError):
     """An OpenAI-compatible endpoint is unreachable, does not serve the model, or rejected a request."""
+
+
+def auth_headers(api_key_env: str | None = None) -> dict[str, str]:
+    """{"Authorization": "Bearer KEY"} with KEY from the environment variable `api_key_env`; an unset or empty variable
+    is an error when it was named (`--api-key-env`), and means "no key" for the default OPENAI_API_KEY."""
+    key = os.environ.get(api_key_env or DEFAULT_API_KEY_ENV, "").strip()
+    if not key:
+        if api_key_env:
+            raise EndpointError(f"--api-key-env {api_key_env}: the environment variable {api_key_env} is not set")
+        return {}
+    return {"Authorization": f"Bearer {key}"}
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -68,12 +87,14 @@ def check_model_or_endpoint(model: str | None, endpoint: str | None, model_name:
         raise FileNotFoundError(f"model folder not found: {model}")
 
 
-def check_served_model(base: str, model: str, timeout_s: float = 30.0) -> list[str]:
+def check_served_model(base: str, model: str, timeout_s: float = 30.0, headers: dict[str, str] | None = None
+                       ) -> list[str]:
     """The model names the OpenAI-compatible server at `base` (without `/v1`) serves; EndpointError when it does not
-    answer, answers an HTTP error or something other than a model list, or does not serve `model`."""
+    answer, answers an HTTP error (401: a missing or wrong key) or something other than a model list, or does not
+    serve `model`. `headers`: `auth_headers(...)`."""
     url = f"{base}/v1/models"
     try:
-        with _DIRECT.open(url, timeout=timeout_s) as response:
+        with _DIRECT.open(urllib.request.Request(url, headers=headers or {}), timeout=timeout_s) as response:
             text = response.read().decode("utf-8", "replace")
     except urllib.error.HTTPError as exc:
         body = exc.read().decode("utf-8", "replace")

@@ -17,6 +17,7 @@ import pytest
 
 from agentic_verl.net import (
     EndpointError,
+    auth_headers,
     check_model_or_endpoint,
     check_served_model,
     free_port,
@@ -28,13 +29,16 @@ NET_SH = Path(__file__).resolve().parents[1] / "recipes" / "_common" / "net.sh"
 
 class StubServer:
     """A loopback HTTP server: /health answers 200 once `healthy_after_s` has passed (503 before; never when None);
-    /v1/models lists `models` (or answers `models_status` with a plain-text body)."""
+    /v1/models lists `models` (or answers `models_status` with a plain-text body); POST /v1/completions and
+    /v1/chat/completions answer "ok". With `api_key`, every /v1 request needs `Authorization: Bearer <api_key>` (401
+    otherwise, as `vllm serve --api-key`); `authorizations` records each /v1 request's (path, Authorization)."""
 
     def __init__(self, healthy_after_s: float | None = 0.0, models=("served-model",), models_status: int = 200,
-                 models_body: str | None = None):
+                 models_body: str | None = None, api_key: str | None = None):
         started = time.monotonic()
         outer = self
         self.health_calls = 0
+        self.authorizations: list[tuple[str, str | None]] = []
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args):
@@ -48,7 +52,29 @@ class StubServer:
                 self.end_headers()
                 self.wfile.write(data)
 
+            def _refused(self) -> bool:
+                """Record the request's token; answer 401 (and say so) when it is not the server's key."""
+                given = self.headers.get("Authorization")
+                outer.authorizations.append((self.path, given))
+                if api_key is not None and given != f"Bearer {api_key}":
+                    self._send(401, '{"error": "Unauthorized"}')
+                    return True
+                return False
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self._refused():
+                    return
+                if self.path == "/v1/completions":
+                    self._send(200, json.dumps({"choices": [{"text": "ok", "finish_reason": "stop"}]}))
+                elif self.path == "/v1/chat/completions":
+                    self._send(200, json.dumps({"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}]}))
+                else:
+                    self._send(404, "{}")
+
             def do_GET(self):
+                if self.path.startswith("/v1") and self._refused():
+                    return
                 if self.path == "/health":
                     outer.health_calls += 1
                     ready = healthy_after_s is not None and time.monotonic() - started >= healthy_after_s
@@ -191,6 +217,92 @@ def test_the_endpoint_engines_use_the_shared_check():
         asyncio.run(both(server.url))
         with pytest.raises(EndpointError, match=r"does not serve 'gpt-4o'; it serves \['judge'\]"):
             EndpointPredictor(server.url, "gpt-4o").check()
+
+
+# ---- endpoint auth ----------------------------------------------------------------------------------------------
+
+
+def test_auth_headers_come_from_the_named_variable_or_openai_api_key(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("AGENTIC_VERL_TEST_KEY", raising=False)
+    assert auth_headers() == {}  # no default key: no header
+    with pytest.raises(EndpointError, match="AGENTIC_VERL_TEST_KEY is not set") as error:
+        auth_headers("AGENTIC_VERL_TEST_KEY")  # a variable named on purpose must be there
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-default")
+    assert auth_headers() == {"Authorization": "Bearer sk-default"}
+    monkeypatch.setenv("AGENTIC_VERL_TEST_KEY", " sk-named\n")
+    assert auth_headers("AGENTIC_VERL_TEST_KEY") == {"Authorization": "Bearer sk-named"}
+    assert "sk-" not in str(error.value)
+
+
+def test_a_keyed_server_refuses_the_check_without_the_key_and_passes_it_with_it():
+    with StubServer(models=("m",), api_key="sk-right") as server:
+        with pytest.raises(EndpointError, match="HTTP 401"):
+            check_served_model(server.url, "m")
+        with pytest.raises(EndpointError, match="HTTP 401"):
+            check_served_model(server.url, "m", headers={"Authorization": "Bearer sk-wrong"})
+        assert check_served_model(server.url, "m", headers={"Authorization": "Bearer sk-right"}) == ["m"]
+
+
+def test_every_endpoint_client_sends_the_key_and_no_result_holds_it(monkeypatch):
+    """The evals' engine, the FCDR judge and V2P's predictor each send the bearer token of --api-key-env on their
+    check and their requests; the settings the evals write keep the variable's name, never the key."""
+    import asyncio
+    from dataclasses import asdict
+
+    from PIL import Image
+
+    from agentic_verl.data.fcdr.judge import JudgeClient
+    from agentic_verl.eval.bfcl_eval import BFCLEvalSettings
+    from agentic_verl.generation.openai_endpoint import EndpointGenerationEngine
+    from agentic_verl.gui.predictors import EndpointPredictor
+
+    class Tokenizer:
+        eos_token_id = 0
+
+        def encode(self, text, add_special_tokens=False):
+            return [1] * len(text)
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("AGENTIC_VERL_TEST_KEY", "sk-secret")
+
+    async def text_clients(url):
+        engine = EndpointGenerationEngine(url, "m", Tokenizer(), api_key_env="AGENTIC_VERL_TEST_KEY")
+        judge = JudgeClient(url, "m", api_key_env="AGENTIC_VERL_TEST_KEY")
+        try:
+            await engine.check()
+            await engine.generate([1, 2, 3], {"max_tokens": 4})
+            await judge.check()
+            await judge.chat([{"role": "user", "content": "hi"}], max_tokens=4)
+        finally:
+            await engine.aclose()
+            await judge.aclose()
+
+    with StubServer(models=("m",), api_key="sk-secret") as server:
+        asyncio.run(text_clients(server.url))
+        predictor = EndpointPredictor(server.url, "m", api_key_env="AGENTIC_VERL_TEST_KEY")
+        predictor.check()
+        assert predictor.predict(Image.new("RGB", (56, 56)), "Click OK").failure != "request_error"
+        paths = [path for path, _ in server.authorizations]
+        assert paths.count("/v1/models") == 3 and "/v1/completions" in paths and "/v1/chat/completions" in paths
+        assert {token for _, token in server.authorizations} == {"Bearer sk-secret"}
+        with pytest.raises(EndpointError, match="HTTP 401"):  # the same server, no key
+            EndpointPredictor(server.url, "m").check()
+    settings = BFCLEvalSettings(endpoint="http://127.0.0.1:1", model_name="m", api_key_env="AGENTIC_VERL_TEST_KEY")
+    assert "sk-secret" not in json.dumps(asdict(settings), default=str)
+
+
+def test_every_endpoint_command_takes_api_key_env():
+    from agentic_verl.cli import build_parser
+
+    parser = build_parser()
+    for argv in (["eval", "qa", "--endpoint", "http://h", "--data", "d", "--retrieval-url", "http://r"],
+                 ["eval", "bfcl", "--endpoint", "http://h"],
+                 ["eval", "humaneval", "--endpoint", "http://h"],
+                 ["eval", "screenspot", "--endpoint", "http://h", "--data", "d"],
+                 ["data", "refine-fc", "--endpoint", "http://h", "--input", "x", "--out", "o"]):
+        args = parser.parse_args([*argv, "--model-name", "m", "--api-key-env", "MY_KEY"])
+        assert args.api_key_env == "MY_KEY", argv
 
 
 # ---- recipes/_common/net.sh -----------------------------------------------------------------------------------------

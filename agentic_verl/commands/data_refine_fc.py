@@ -6,6 +6,8 @@ Registered under the `data` group by `agentic_verl/commands/data.py`; the work i
 
 from __future__ import annotations
 
+from agentic_verl.commands._model_source import add_api_key_env
+
 
 def register_subcommands(sub) -> None:
     from agentic_verl.data.fcdr.settings import RefineSettings
@@ -26,6 +28,7 @@ def register_subcommands(sub) -> None:
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--endpoint", help="the judge's OpenAI-compatible server, e.g. http://127.0.0.1:8001")
     p.add_argument("--model-name", required=True, help="the name the server serves the judge model under")
+    add_api_key_env(p)
     p.add_argument("--format", default="auto", choices=("auto", "bfcl", "xlam"), help="input format")
     p.add_argument("--limit", type=int, default=None, help="first N samples")
     p.add_argument("--cache-dir", default=None, help="judge reply cache (default OUT/judge_cache)")
@@ -56,7 +59,8 @@ def _refine_fc(args) -> int:
     if args.endpoint is None and not args.cache_only:
         raise ValueError("--endpoint is required (or --cache-only to answer from a cache)")
     settings = RefineSettings(
-        endpoint=args.endpoint, model_name=args.model_name, cache_dir=args.cache_dir, cache_only=args.cache_only,
+        endpoint=args.endpoint, model_name=args.model_name, api_key_env=args.api_key_env, cache_dir=args.cache_dir,
+        cache_only=args.cache_only,
         concurrency=args.concurrency, max_retries=args.max_retries, backoff_s=args.backoff, timeout_s=args.timeout,
         judge_max_tokens=args.judge_max_tokens, max_regenerations=args.max_regenerations,
         regenerate_max_tokens=args.regenerate_max_tokens, regenerate_temperature=args.regenerate_temperature,

@@ -132,7 +132,8 @@ def _qa(args) -> int:
     out = Path(args.out) if args.out else None
     settings = QAEvalSettings(
         data=args.data, retrieval_url=args.retrieval_url, model=args.model, endpoint=args.endpoint,
-        model_name=args.model_name, tokenizer=args.tokenizer, engine=args.engine, label=args.label, limit=args.limit,
+        model_name=args.model_name, api_key_env=args.api_key_env, tokenizer=args.tokenizer, engine=args.engine,
+        label=args.label, limit=args.limit,
         mode=args.mode, temperature=args.temperature, top_p=args.top_p, max_turns=args.max_turns,
         max_tokens_per_turn=args.max_tokens_per_turn, response_length=args.response_length, topk=args.topk,
         concurrency=args.concurrency, normalizer=args.normalizer, dtype=args.dtype, seed=args.seed,
@@ -188,8 +189,8 @@ def _bfcl(args) -> int:
     if args.model_name and not args.endpoint:
         raise SystemExit("--model-name goes with --endpoint (an in-process --model is named by its folder)")
     settings = BFCLEvalSettings(
-        model=args.model, endpoint=args.endpoint, model_name=args.model_name, tokenizer=args.tokenizer,
-        engine=args.engine, categories=args.categories, questions=args.questions, limit=args.limit, label=args.label,
+        model=args.model, endpoint=args.endpoint, model_name=args.model_name, api_key_env=args.api_key_env,
+        tokenizer=args.tokenizer, engine=args.engine, categories=args.categories, questions=args.questions, limit=args.limit, label=args.label,
         prompt=args.prompt, temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
         concurrency=args.concurrency, dtype=args.dtype, seed=args.seed)
     result = evaluate(settings)

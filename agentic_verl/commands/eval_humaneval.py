@@ -43,8 +43,8 @@ def _humaneval(args) -> int:
     from agentic_verl.eval.humaneval import HumanEvalSettings, evaluate, format_table, write_result
 
     settings = HumanEvalSettings(
-        model=args.model, endpoint=args.endpoint, model_name=args.model_name, tokenizer=args.tokenizer,
-        engine=args.engine, problems=args.problems, limit=args.limit, prompt_style=args.prompt_style,
+        model=args.model, endpoint=args.endpoint, model_name=args.model_name, api_key_env=args.api_key_env,
+        tokenizer=args.tokenizer, engine=args.engine, problems=args.problems, limit=args.limit, prompt_style=args.prompt_style,
         max_tokens=args.max_tokens, concurrency=args.concurrency, workers=args.workers, timeout_s=args.timeout,
         cpu_s=args.cpu_seconds, memory_mb=args.memory_mb, dtype=args.dtype, label=args.label)
     result = evaluate(settings)

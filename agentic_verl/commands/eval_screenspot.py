@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentic_verl.commands._model_source import add_api_key_env
+
 
 def add_screenspot(sub) -> None:
     from agentic_verl.data.gui_grounding import LAYOUTS
@@ -32,6 +34,7 @@ def add_screenspot(sub) -> None:
     source.add_argument("--model", help="HF model folder, run in-process (transformers)")
     source.add_argument("--endpoint", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8001 (vllm serve)")
     p.add_argument("--model-name", help="with --endpoint: the name the server serves the model under")
+    add_api_key_env(p)
     p.add_argument("--data", nargs="+", required=True,
                    help=f"dataset folders (layouts: {', '.join(LAYOUTS)}; see agentic_verl/data/gui_grounding.py)")
     p.add_argument("--layout", choices=("auto", *LAYOUTS), default=default("layout"))
@@ -67,7 +70,8 @@ def _screenspot(args) -> int:
     if args.model_name and not args.endpoint:
         raise SystemExit("--model-name goes with --endpoint (an in-process --model is named by its folder)")
     settings = ScreenSpotSettings(
-        data=args.data, model=args.model, endpoint=args.endpoint, model_name=args.model_name, layout=args.layout,
+        data=args.data, model=args.model, endpoint=args.endpoint, model_name=args.model_name,
+        api_key_env=args.api_key_env, layout=args.layout,
         benchmark=args.benchmark, label=args.label, limit=args.limit, min_pixels=args.min_pixels,
         max_pixels=args.max_pixels, coord_system=args.coord_system, max_tokens=args.max_tokens,
         threshold=args.threshold, dtype=args.dtype, concurrency=args.concurrency)

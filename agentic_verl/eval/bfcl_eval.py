@@ -60,6 +60,7 @@ class BFCLEvalSettings:
     model: str | None = None  # an HF model folder, generated in-process by `engine`
     endpoint: str | None = None  # or an OpenAI-compatible server ...
     model_name: str | None = None  # ... serving this model name
+    api_key_env: str | None = None  # the variable holding its bearer token (default OPENAI_API_KEY, if set); not the key
     tokenizer: str | None = None  # the model's tokenizer (default: model, or model_name)
     engine: str = "vllm"  # in-process engine: "vllm" | "hf" (agentic_verl.generation.ENGINES)
     categories: list[str] | None = None  # names or groups (bfcl_data.GROUPS); None: all (or the files' own)
@@ -112,7 +113,8 @@ def evaluate(settings: BFCLEvalSettings, engine=None) -> dict:
         from agentic_verl.generation.openai_endpoint import EndpointGenerationEngine
 
         endpoint = EndpointGenerationEngine(settings.endpoint, settings.model_name, tokenizer,
-                                            default_max_tokens=settings.max_tokens)
+                                            default_max_tokens=settings.max_tokens,
+                                            api_key_env=settings.api_key_env)
         return asyncio.run(_evaluate(settings, endpoint, tokenizer, questions, prompts))
     from agentic_verl.generation import open_engine
 

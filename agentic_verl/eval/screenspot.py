@@ -45,6 +45,7 @@ class ScreenSpotSettings:
     model: str | None = None  # a model folder, run in-process (V2P pointer model or a Qwen2.5-VL)
     endpoint: str | None = None  # or an OpenAI-compatible chat-completions server ...
     model_name: str | None = None  # ... serving this model name
+    api_key_env: str | None = None  # the variable holding its bearer token (default OPENAI_API_KEY, if set); not the key
     layout: str = "auto"
     benchmark: str | None = None  # override the benchmark name the loader infers
     label: str = ""
@@ -90,7 +91,7 @@ def evaluate(settings: ScreenSpotSettings, predictor=None, report=None) -> dict:
         predictor = open_predictor(settings.model, settings.endpoint, settings.model_name, dtype=settings.dtype,
                                    min_pixels=settings.min_pixels, max_pixels=settings.max_pixels,
                                    max_tokens=settings.max_tokens, coord_system=settings.coord_system,
-                                   threshold=settings.threshold)
+                                   threshold=settings.threshold, api_key_env=settings.api_key_env)
     check = getattr(predictor, "check", None)
     if check is not None:
         check()

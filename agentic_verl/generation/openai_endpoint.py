@@ -14,7 +14,8 @@ tokenizer must be the served model's. Stop strings: we ask for them to be kept i
 matched (`stop_reason`, vLLM) gets it appended back, so the loop still sees the closing tag it acts on.
 
 Errors are loud: an unreachable server, an unknown model or a rejected request raise `EndpointError` with the
-server's message; timeouts are retried (`max_retries`) with backoff before raising.
+server's message; timeouts are retried (`max_retries`) with backoff before raising. Every request carries the bearer
+token of `api_key_env` (`agentic_verl.net.auth_headers`: OPENAI_API_KEY when none is named, none when that is unset).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 import aiohttp
 
 from agentic_verl.generation.hf_engine import GenerationOutput
-from agentic_verl.net import EndpointError, check_served_model
+from agentic_verl.net import EndpointError, auth_headers, check_served_model
 
 __all__ = ["EndpointError", "EndpointGenerationEngine"]
 
@@ -36,7 +37,7 @@ _FORWARDED = ("temperature", "top_p", "top_k", "repetition_penalty", "stop", "st
 
 class EndpointGenerationEngine:
     def __init__(self, url: str, model_name: str, tokenizer, *, timeout_s: float = 600.0, max_retries: int = 2,
-                 backoff_s: float = 1.0, default_max_tokens: int = 1024):
+                 backoff_s: float = 1.0, default_max_tokens: int = 1024, api_key_env: str | None = None):
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"endpoint must be an http(s) URL, got {url!r}")
         self.base = url.rstrip("/").removesuffix("/v1")
@@ -44,18 +45,19 @@ class EndpointGenerationEngine:
         self.timeout_s, self.timeout = timeout_s, aiohttp.ClientTimeout(total=timeout_s)
         self.max_retries, self.backoff_s = max_retries, backoff_s
         self.default_max_tokens = default_max_tokens
+        self._headers = auth_headers(api_key_env)  # kept on the engine only: never in settings, logs or results
         self._sessions: dict[int, aiohttp.ClientSession] = {}  # one per event loop (asyncio.run may run several)
 
     def _session(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
         session = self._sessions.get(id(loop))
         if session is None or session.closed:
-            session = self._sessions[id(loop)] = aiohttp.ClientSession(timeout=self.timeout)
+            session = self._sessions[id(loop)] = aiohttp.ClientSession(timeout=self.timeout, headers=self._headers)
         return session
 
     async def check(self) -> list[str]:
         """The served model names; raises EndpointError unless `model_name` is among them."""
-        return await asyncio.to_thread(check_served_model, self.base, self.model_name, self.timeout_s)
+        return await asyncio.to_thread(check_served_model, self.base, self.model_name, self.timeout_s, self._headers)
 
     def request_body(self, prompt_ids: list[int], sampling_params: Mapping[str, Any]) -> dict:
         params = dict(sampling_params)

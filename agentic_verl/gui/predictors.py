@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from agentic_verl.net import check_model_or_endpoint, check_served_model
+from agentic_verl.net import auth_headers, check_model_or_endpoint, check_served_model
 from agentic_verl.rewards.gui import QWEN25VL_MAX_PIXELS, QWEN25VL_MIN_PIXELS, parse_click, smart_resize
 
 COORD_SYSTEMS = ("absolute", "normalized", "thousandths")
@@ -148,7 +148,8 @@ class EndpointPredictor:
 
     def __init__(self, url: str, model_name: str, min_pixels: int = QWEN25VL_MIN_PIXELS,
                  max_pixels: int = QWEN25VL_MAX_PIXELS, max_tokens: int = 64, coord_system: str = "absolute",
-                 timeout_s: float = 120.0, max_retries: int = 2, temperature: float = 0.0):
+                 timeout_s: float = 120.0, max_retries: int = 2, temperature: float = 0.0,
+                 api_key_env: str | None = None):
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"endpoint must be an http(s) URL, got {url!r}")
         if coord_system not in COORD_SYSTEMS:
@@ -158,9 +159,10 @@ class EndpointPredictor:
         self.min_pixels, self.max_pixels = min_pixels, max_pixels
         self.max_tokens, self.coord_system, self.temperature = max_tokens, coord_system, temperature
         self.timeout_s, self.max_retries = timeout_s, max_retries
+        self._headers = auth_headers(api_key_env)  # the bearer token (agentic_verl.net), never in results
 
     def check(self) -> None:
-        check_served_model(self.base, self.model_name, min(self.timeout_s, 30))
+        check_served_model(self.base, self.model_name, min(self.timeout_s, 30), self._headers)
 
     def predict(self, image, instruction: str) -> Prediction:
         image = image.convert("RGB")
@@ -184,7 +186,7 @@ class EndpointPredictor:
 
     def _post(self, body: dict) -> dict:
         request = urllib.request.Request(f"{self.base}/v1/chat/completions", data=json.dumps(body).encode(),
-                                         headers={"Content-Type": "application/json"})
+                                         headers={"Content-Type": "application/json", **self._headers})
         for attempt in range(self.max_retries + 1):
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
@@ -206,13 +208,14 @@ def is_pointer_model(folder: str | Path) -> bool:
 
 def open_predictor(model: str | None = None, endpoint: str | None = None, model_name: str | None = None, *,
                    dtype: str = "auto", min_pixels: int | None = None, max_pixels: int | None = None,
-                   max_tokens: int = 64, coord_system: str = "absolute", threshold: float | None = None
-                   ) -> ClickPredictor:
+                   max_tokens: int = 64, coord_system: str = "absolute", threshold: float | None = None,
+                   api_key_env: str | None = None) -> ClickPredictor:
     """A V2P folder -> PointerPredictor; another model folder -> GenerativePredictor; endpoint -> EndpointPredictor."""
     check_model_or_endpoint(model, endpoint, model_name)
     if endpoint is not None:
         return EndpointPredictor(endpoint, model_name, min_pixels or QWEN25VL_MIN_PIXELS,
-                                 max_pixels or QWEN25VL_MAX_PIXELS, max_tokens=max_tokens, coord_system=coord_system)
+                                 max_pixels or QWEN25VL_MAX_PIXELS, max_tokens=max_tokens, coord_system=coord_system,
+                                 api_key_env=api_key_env)
     if is_pointer_model(model):
         return PointerPredictor(model, dtype, min_pixels, max_pixels, threshold)
     return GenerativePredictor(model, dtype, min_pixels, max_pixels, max_tokens, coord_system)

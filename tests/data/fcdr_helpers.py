@@ -98,8 +98,11 @@ class _ProxyHandler(_Handler):
     target: str
 
     def _forward(self, method: str, data: bytes | None):
+        headers = {"Content-Type": "application/json"}
+        if self.headers.get("Authorization"):  # the client's token goes through, as through any proxy
+            headers["Authorization"] = self.headers["Authorization"]
         request = urllib.request.Request(self.server_owner.target + self.path, data=data, method=method,
-                                         headers={"Content-Type": "application/json"})
+                                         headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=600) as response:
                 self._send(response.status, json.loads(response.read()))

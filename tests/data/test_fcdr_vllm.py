@@ -12,6 +12,7 @@ import json
 
 import pytest
 from fcdr_helpers import proxy_server
+from vllm_serve_fixture import API_KEY_ENV
 
 from agentic_verl.data.fcdr import EndpointError, RefineSettings, refine
 from agentic_verl.data.fcdr.pipeline import COLUMNS, STAGES
@@ -49,7 +50,8 @@ def inputs(tmp_path_factory):
 def settings(url, cache_dir, **kw):
     small = {"judge_max_tokens": 24, "max_regenerations": 1, "regenerate_max_tokens": 48, "backoff_s": 0.05,
              "concurrency": 4}
-    return RefineSettings(endpoint=url, model_name="smollm2", cache_dir=str(cache_dir), **{**small, **kw})
+    return RefineSettings(endpoint=url, model_name="smollm2", api_key_env=API_KEY_ENV, cache_dir=str(cache_dir),
+                          **{**small, **kw})
 
 
 def test_report_adds_up_and_a_second_run_sends_nothing(proxy, inputs, tmp_path):
@@ -85,5 +87,6 @@ def test_failed_requests_are_retried(proxy, inputs, tmp_path):
 
 def test_wrong_model_name_fails_before_any_work(vllm_server, inputs, tmp_path):
     with pytest.raises(EndpointError, match=r"does not serve 'gpt-4o'; it serves \['smollm2'\]"):
-        refine([str(inputs)], tmp_path / "out", RefineSettings(endpoint=vllm_server, model_name="gpt-4o"))
+        refine([str(inputs)], tmp_path / "out", RefineSettings(endpoint=vllm_server, model_name="gpt-4o",
+                                                                        api_key_env=API_KEY_ENV))
     assert not (tmp_path / "out").exists()

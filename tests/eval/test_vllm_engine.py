@@ -13,10 +13,11 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import os
 
 import pytest
 from cpu.cpu_backend_helpers import FEW_SHOT  # the prompt that makes SmolLM2 search (tests/ is on sys.path)
-from vllm_serve_fixture import orphaned_segments
+from vllm_serve_fixture import API_KEY_ENV, orphaned_segments
 
 from agentic_verl.agent_loops._common import cut_at_stop
 from agentic_verl.agent_loops.rag_r1 import STOP_TAGS
@@ -172,7 +173,7 @@ def test_close_ends_the_engine_processes(vllm_run):
 def test_endpoint_engine_stops_after_the_tag_like_transformers(vllm_server, hf_engine, prompts, smollm2_tokenizer):
     from agentic_verl.generation.openai_endpoint import EndpointGenerationEngine
 
-    engine = EndpointGenerationEngine(vllm_server, "smollm2", smollm2_tokenizer)
+    engine = EndpointGenerationEngine(vllm_server, "smollm2", smollm2_tokenizer, api_key_env=API_KEY_ENV)
     params = {**GREEDY, "stop": list(STOP_TAGS), "logprobs": False}
 
     async def run():
@@ -195,19 +196,26 @@ def test_eval_qa_through_vllm_serve(vllm_server, toy_world_dir, toy_retrieval_ur
     from agentic_verl.generation.openai_endpoint import EndpointError
 
     out = tmp_path / "endpoint"
-    args = ["eval", "qa", "--endpoint", vllm_server, "--model-name", "smollm2", "--tokenizer", str(smollm2_dir),
+    args = ["eval", "qa", "--endpoint", vllm_server, "--model-name", "smollm2", "--api-key-env", API_KEY_ENV,
+            "--tokenizer", str(smollm2_dir),
             "--data", str(toy_world_dir / "test.jsonl"), "--retrieval-url", toy_retrieval_url, "--deterministic",
             *[f"--{k.replace('_', '-')}={v}" for k, v in EVAL_ARGS.items()], "--out", str(out), "--label", "served"]
     assert cli_main(args) == 0
     assert "| served |" in capsys.readouterr().out
     got = json.loads((out / "result.json").read_text())
     assert got["settings"]["endpoint"] == vllm_server and got["settings"]["model"] == "smollm2"
+    assert got["settings"]["api_key_env"] == API_KEY_ENV
+    assert os.environ[API_KEY_ENV] not in (out / "result.json").read_text()  # the name is recorded, not the key
     assert any((out / "trajectories").iterdir()) and (out / "table.md").is_file()
     expected = evaluate(eval_settings(toy_world_dir, toy_retrieval_url, model=str(smollm2_dir), engine="hf"))
     assert [{k: q[k] for k in SAME_TRAJECTORY} for q in got["questions"]] == \
            [{k: q[k] for k in SAME_TRAJECTORY} for q in expected["questions"]]
 
     wrong_name = eval_settings(toy_world_dir, toy_retrieval_url, endpoint=vllm_server, model_name="gpt-4o",
-                               tokenizer=str(smollm2_dir))
+                               tokenizer=str(smollm2_dir), api_key_env=API_KEY_ENV)
     with pytest.raises(EndpointError, match=r"does not serve 'gpt-4o'; it serves \['smollm2'\]"):
         evaluate(wrong_name)
+    no_key = eval_settings(toy_world_dir, toy_retrieval_url, endpoint=vllm_server, model_name="smollm2",
+                           tokenizer=str(smollm2_dir))
+    with pytest.raises(EndpointError, match="HTTP 401"):  # vllm serve --api-key refuses a client without the key
+        evaluate(no_key)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import aiohttp
 
-from agentic_verl.net import EndpointError, check_served_model
+from agentic_verl.net import EndpointError, auth_headers, check_served_model
 
 __all__ = ["EndpointError", "JudgeClient", "cache_key"]
 
@@ -42,7 +42,7 @@ def cache_key(model: str, body: dict) -> str:
 class JudgeClient:
     def __init__(self, url: str | None, model: str, *, cache_dir: str | os.PathLike | None = None,
                  concurrency: int = 8, max_retries: int = 3, backoff_s: float = 1.0, timeout_s: float = 600.0,
-                 cache_only: bool = False):
+                 cache_only: bool = False, api_key_env: str | None = None):
         if not cache_only and not str(url or "").startswith(("http://", "https://")):
             raise ValueError(f"endpoint must be an http(s) URL, got {url!r}")
         if concurrency < 1 or max_retries < 0 or backoff_s < 0:
@@ -54,6 +54,8 @@ class JudgeClient:
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.max_retries, self.backoff_s = max_retries, backoff_s
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        # the bearer token (agentic_verl.net.auth_headers); requests' cache keys never include it
+        self._headers = {} if cache_only else auth_headers(api_key_env)
         self._concurrency = concurrency
         self._semaphores: dict[int, asyncio.Semaphore] = {}
         self._sessions: dict[int, aiohttp.ClientSession] = {}
@@ -67,7 +69,7 @@ class JudgeClient:
         Skipped (returns []) with `cache_only`."""
         if self.cache_only:
             return []
-        return await asyncio.to_thread(check_served_model, self.base, self.model, self._timeout.total)
+        return await asyncio.to_thread(check_served_model, self.base, self.model, self._timeout.total, self._headers)
 
     async def chat(self, messages: list[dict], *, max_tokens: int, temperature: float = 0.0,
                    seed: int | None = None) -> str:
@@ -133,7 +135,7 @@ class JudgeClient:
         loop = id(asyncio.get_running_loop())
         session = self._sessions.get(loop)
         if session is None or session.closed:
-            session = self._sessions[loop] = aiohttp.ClientSession(timeout=self._timeout)
+            session = self._sessions[loop] = aiohttp.ClientSession(timeout=self._timeout, headers=self._headers)
         return session
 
     def _semaphore(self) -> asyncio.Semaphore:

@@ -188,7 +188,8 @@ def refine(inputs: list[str], out_dir: str | Path, settings: RefineSettings) -> 
     out = Path(out_dir)
     judge = JudgeClient(settings.endpoint, settings.model_name, cache_dir=settings.cache_dir or out / "judge_cache",
                         concurrency=settings.concurrency, max_retries=settings.max_retries,
-                        backoff_s=settings.backoff_s, timeout_s=settings.timeout_s, cache_only=settings.cache_only)
+                        backoff_s=settings.backoff_s, timeout_s=settings.timeout_s, cache_only=settings.cache_only,
+                        api_key_env=settings.api_key_env)
     results = asyncio.run(_run_all(judge, settings, prompts, samples))
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "refined.jsonl", "w", encoding="utf-8") as kept, \

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 class RefineSettings:
     endpoint: str | None = None  # OpenAI-compatible server of the judge model
     model_name: str = ""  # the name it serves the judge under
+    api_key_env: str | None = None  # the variable holding its bearer token (default OPENAI_API_KEY, if set); not the key
     cache_dir: str | None = None  # default OUT/judge_cache
     cache_only: bool = False  # answer from the cache only (reproduce a run without the server)
     concurrency: int = 8  # judge requests in flight
