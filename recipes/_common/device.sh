@@ -22,7 +22,9 @@ if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
     export TOKENIZERS_PARALLELISM=${TOKENIZERS_PARALLELISM:-false}
     export HF_HOME=${HF_HOME:-/tmp/agentic_verl_hf_home}     # verl's dataset loader caches parquet here, not in ~/.cache
     export VERL_FILE_LOGGER_ROOT=${VERL_FILE_LOGGER_ROOT:-outputs}   # verl's file logger: outputs/<project>/<run>.jsonl
-    CPU_RAY_TMPDIR=${CPU_RAY_TMPDIR:-/tmp/ray_agentic_verl}   # short: Ray's socket paths must fit in 107 bytes
+    # one Ray session folder per run (this shell's PID): the exit trap ends the Ray processes that name it, so two runs
+    # sharing one folder would end each other's. Short: Ray's socket paths must fit in 107 bytes.
+    CPU_RAY_TMPDIR=${CPU_RAY_TMPDIR:-/tmp/ray_av_$$}
     CPU_TRAINER_RANKS=${CPU_TRAINER_RANKS:-1}                 # FSDP ranks (logical GPUs declared to Ray)
     # Leave nothing behind, however the run ends: Ray processes of this session folder, and the /dev/shm segments
     # (vLLM's message queues, verl's weight buckets) that killed processes leave; others' segments are untouched.

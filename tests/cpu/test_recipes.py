@@ -109,3 +109,24 @@ def test_cpu_switch_exports_the_platform(tmp_path):
     subprocess.run(["bash", str(REPO / "recipes/rag_r1/grpo.sh")], cwd=REPO, env=env, check=True, timeout=60)
     exported = dict(line.split("=", 1) for line in record.read_text().splitlines() if "=" in line)
     assert exported["VERL_PLATFORM"] == "cpu" and exported["RAY_AUTH_MODE"] == "disabled"
+
+
+def test_each_cpu_run_gets_its_own_ray_folder(tmp_path):
+    """Two runs of a recipe on one machine get two Ray session folders (the cleanup on exit ends the Ray processes
+    of its folder, so a shared one let a run end another's); a folder set in CPU_RAY_TMPDIR is kept."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").write_text("#!/usr/bin/env bash\nprintf '%s\\n' \"$@\" >> \"$RECORD_FILE\"\n")
+    (bin_dir / "python3").chmod(0o755)
+    env = {**os.environ, "AGENTIC_VERL_DEVICE": "cpu", "MODEL_PATH": "/m",
+           "PATH": os.pathsep.join([str(bin_dir), os.path.dirname(sys.executable), os.environ["PATH"]])}
+    env.pop("CPU_RAY_TMPDIR", None)
+    folders = []
+    for run, extra in enumerate([{}, {}, {"CPU_RAY_TMPDIR": str(tmp_path / "mine")}]):
+        record = tmp_path / f"args{run}.txt"
+        subprocess.run(["bash", str(REPO / "recipes/rag_r1/grpo.sh")], cwd=REPO, check=True, timeout=60,
+                       env={**env, "RECORD_FILE": str(record), **extra})
+        prefix = "+ray_kwargs.ray_init._temp_dir="
+        folders.append(next(a[len(prefix):] for a in record.read_text().splitlines() if a.startswith(prefix)))
+    assert folders[0] != folders[1] and all(f.startswith("/tmp/ray_av_") for f in folders[:2]), folders
+    assert folders[2] == str(tmp_path / "mine")
