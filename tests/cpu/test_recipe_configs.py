@@ -35,9 +35,10 @@ from test_recipes import _compose, _recorded_overrides
 RL_RECIPES = ["rag_r1/grpo.sh", "rag_r1/ppo.sh", "funreason/grpo_ast.sh", "v2p/grpo_click.sh"]
 DEVICES = ["gpu", "cpu"]
 SNAPSHOTS = Path(__file__).resolve().parent / "recipe_configs"
-# What the recipes would otherwise find out from the machine: a model (the RL recipes refuse without one) and the
-# data's mode (read from a parquet that need not exist here).
-FIXED_ENV = {"MODEL_PATH": "/models/policy", "RAG_MODE": "mq", "PREFLIGHT": "0"}
+# What the recipes would otherwise find out from the machine: a model (the RL recipes refuse without one), the
+# data's mode (read from a parquet that need not exist here) and the CPU run's Ray folder (device.sh names one per
+# run after its shell's PID; test_recipes.py checks that).
+FIXED_ENV = {"MODEL_PATH": "/models/policy", "RAG_MODE": "mq", "PREFLIGHT": "0", "CPU_RAY_TMPDIR": "/tmp/ray_agentic_verl"}
 _ABSENT = "<absent>"
 
 
