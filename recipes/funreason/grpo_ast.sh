@@ -21,6 +21,7 @@
 set -euo pipefail
 RECIPES=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$RECIPES/_common/device.sh"
+source "$RECIPES/_common/rl_knobs.sh"
 
 SFT_CHECKPOINT_DIR=${SFT_CHECKPOINT_DIR:-checkpoints/agentic_verl/funreason_srml}   # where sft_srml.sh saves
 if [[ -z "${MODEL_PATH:-}" ]]; then
@@ -53,19 +54,7 @@ ARGS=(
     trainer.n_gpus_per_node="$N_GPUS"
     trainer.nnodes="$NNODES"
     trainer.experiment_name="$EXPERIMENT"
-    ${TRAIN_BATCH_SIZE:+"data.train_batch_size=$TRAIN_BATCH_SIZE"}
-    ${PPO_MINI_BATCH_SIZE:+"actor_rollout_ref.actor.ppo_mini_batch_size=$PPO_MINI_BATCH_SIZE"}
-    ${MICRO_BATCH_SIZE:+"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=$MICRO_BATCH_SIZE"
-                        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=$MICRO_BATCH_SIZE"
-                        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=$MICRO_BATCH_SIZE"}
-    ${ROLLOUT_N:+"actor_rollout_ref.rollout.n=$ROLLOUT_N"}
-    ${MAX_PROMPT_LENGTH:+"data.max_prompt_length=$MAX_PROMPT_LENGTH"}
-    ${MAX_RESPONSE_LENGTH:+"data.max_response_length=$MAX_RESPONSE_LENGTH"}
-    ${ACTOR_LR:+"actor_rollout_ref.actor.optim.lr=$ACTOR_LR"}
-    ${TOTAL_TRAINING_STEPS:+"trainer.total_training_steps=$TOTAL_TRAINING_STEPS"}
-    ${ROLLOUT_NAME:+"actor_rollout_ref.rollout.name=$ROLLOUT_NAME"}
-    ${LOGGER:+"trainer.logger=$LOGGER"}
-    ${PROJECT:+"trainer.project_name=$PROJECT"}
+    "${RL_KNOB_OVERRIDES[@]}"
     "${DEVICE_OVERRIDES[@]}"
     "$@"
 )

@@ -22,6 +22,7 @@
 set -euo pipefail
 RECIPES=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$RECIPES/_common/device.sh"
+source "$RECIPES/_common/rl_knobs.sh"
 source "$RECIPES/_common/rag_r1.sh"
 source "$RECIPES/_common/preflight.sh"
 
@@ -49,21 +50,9 @@ ARGS=(
     trainer.n_gpus_per_node="$N_GPUS"
     trainer.nnodes="$NNODES"
     trainer.experiment_name="$EXPERIMENT"
-    ${TRAIN_BATCH_SIZE:+"data.train_batch_size=$TRAIN_BATCH_SIZE"}
-    ${PPO_MINI_BATCH_SIZE:+"actor_rollout_ref.actor.ppo_mini_batch_size=$PPO_MINI_BATCH_SIZE"}
-    ${MICRO_BATCH_SIZE:+"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=$MICRO_BATCH_SIZE"
-                        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=$MICRO_BATCH_SIZE"
-                        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=$MICRO_BATCH_SIZE"}
-    ${ROLLOUT_N:+"actor_rollout_ref.rollout.n=$ROLLOUT_N"}
-    ${MAX_PROMPT_LENGTH:+"data.max_prompt_length=$MAX_PROMPT_LENGTH"}
-    ${MAX_RESPONSE_LENGTH:+"data.max_response_length=$MAX_RESPONSE_LENGTH"}
-    ${ACTOR_LR:+"actor_rollout_ref.actor.optim.lr=$ACTOR_LR"}
-    ${TOTAL_TRAINING_STEPS:+"trainer.total_training_steps=$TOTAL_TRAINING_STEPS"}
+    "${RL_KNOB_OVERRIDES[@]}"
     ${VAL_TEMPERATURE:+"actor_rollout_ref.rollout.val_kwargs.temperature=$VAL_TEMPERATURE"}
     ${MAX_TURNS:+"actor_rollout_ref.rollout.custom.rag_r1.max_turns=$MAX_TURNS"}
-    ${ROLLOUT_NAME:+"actor_rollout_ref.rollout.name=$ROLLOUT_NAME"}
-    ${LOGGER:+"trainer.logger=$LOGGER"}
-    ${PROJECT:+"trainer.project_name=$PROJECT"}
     "${DEVICE_OVERRIDES[@]}"
     "$@"
 )

@@ -33,6 +33,7 @@ if [[ "${AGENTIC_VERL_DEVICE:-gpu}" == cpu ]]; then
     : "${MAX_PROMPT_LENGTH:=512}" "${MAX_RESPONSE_LENGTH:=16}" "${MAX_PIXELS:=}"
 fi
 source "$RECIPES/_common/device.sh"
+source "$RECIPES/_common/rl_knobs.sh"
 source "$RECIPES/_common/preflight.sh"
 VL_DEVICE_OVERRIDES=()
 if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
@@ -70,21 +71,9 @@ ARGS=(
     trainer.experiment_name="$EXPERIMENT"
     "${PIXEL_OVERRIDES[@]}"
     ${REWARD_FN:+"reward.custom_reward_function.name=$REWARD_FN"}
-    ${TRAIN_BATCH_SIZE:+"data.train_batch_size=$TRAIN_BATCH_SIZE"}
-    ${PPO_MINI_BATCH_SIZE:+"actor_rollout_ref.actor.ppo_mini_batch_size=$PPO_MINI_BATCH_SIZE"}
-    ${MICRO_BATCH_SIZE:+"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=$MICRO_BATCH_SIZE"
-                        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=$MICRO_BATCH_SIZE"
-                        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=$MICRO_BATCH_SIZE"}
-    ${ROLLOUT_N:+"actor_rollout_ref.rollout.n=$ROLLOUT_N"}
-    ${MAX_PROMPT_LENGTH:+"data.max_prompt_length=$MAX_PROMPT_LENGTH"}
-    ${MAX_RESPONSE_LENGTH:+"data.max_response_length=$MAX_RESPONSE_LENGTH"}
-    ${ACTOR_LR:+"actor_rollout_ref.actor.optim.lr=$ACTOR_LR"}
+    "${RL_KNOB_OVERRIDES[@]}"
     ${KL_COEF:+"actor_rollout_ref.actor.kl_loss_coef=$KL_COEF"}
     ${TOTAL_EPOCHS:+"trainer.total_epochs=$TOTAL_EPOCHS"}
-    ${TOTAL_TRAINING_STEPS:+"trainer.total_training_steps=$TOTAL_TRAINING_STEPS"}
-    ${ROLLOUT_NAME:+"actor_rollout_ref.rollout.name=$ROLLOUT_NAME"}
-    ${LOGGER:+"trainer.logger=$LOGGER"}
-    ${PROJECT:+"trainer.project_name=$PROJECT"}
     "${DEVICE_OVERRIDES[@]}"
     "${VL_DEVICE_OVERRIDES[@]}"
     "$@"
