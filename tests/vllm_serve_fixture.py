@@ -83,12 +83,3 @@ def _pgid(pid: int) -> int | None:
         return os.getpgid(pid)
     except ProcessLookupError:
         return None
-
-
-def _pgid(pid: int) -> int | None:
-    import os
-
-    try:
-        return os.getpgid(pid)
-    except ProcessLookupError:
-        return None
