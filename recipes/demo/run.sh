@@ -103,7 +103,7 @@ if ! skipped 5 "$SFT_MODEL"; then
         run_logged "$OUT/logs/sft.log" progress "  SFT" train/loss train/grad_norm -- \
         bash recipes/rag_r1/sft.sh \
             trainer.default_local_dir="$OUT/ckpt/sft" trainer.resume_mode=disable trainer.save_freq=-1 \
-            'checkpoint.save_contents=[hf_model]' engine.use_torch_compile=False model.enable_gradient_checkpointing=False
+            'checkpoint.save_contents=[hf_model]' engine.use_torch_compile=False
 fi
 
 stage 6 "evaluate AFTER SFT"
