@@ -190,7 +190,10 @@ def _questions(world: World, rng: random.Random, test_fraction: float) -> list[d
         c, co = W.cities[p.city], W.companies[p.company]
         add(p.name, f"In which city was {p.name} born?", c.name, [p.name])
         add(p.name, f"Which company does {p.name} work for?", co.name, [p.name])
-        add(p.name, f"In which country was {p.name} born?", country(c.country), [p.name, c.name])
+        # Every two-hop question names its bridge ("the city where", "the company that", "the founder of", ...):
+        # "In which country was P born?" read like the one-hop "In which city was P born?", and the demo's
+        # SFT model could not tell from the question whether to search once or twice.
+        add(p.name, f"In which country is the city where {p.name} was born?", country(c.country), [p.name, c.name])
         add(p.name, f"In which city is the company that {p.name} works for headquartered?", city(co.city),
             [p.name, co.name])
     for co in W.companies:

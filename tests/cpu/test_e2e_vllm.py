@@ -197,8 +197,8 @@ def test_grpo_through_verls_vllm_rollout_on_cpu_and_fail_fast_when_the_server_di
         assert m["agent/traced/mean"] == 1.0 and m["agent/failure/tool_error/mean"] == 0.0
         assert m["agent/failure/timeout/mean"] == 0.0
     assert any(m["agent/num_searches/mean"] > 0 for m in first_two)
-    if len(run.metrics) == 3:  # step 3 trained on the samples that finished: their failed searches are in its metrics
-        assert run.metrics[2]["agent/failure/tool_error/mean"] > 0
+    # (a step-3 entry, when there is one, trained on the samples that finished before the limit; which of them had
+    # searched, and whether a search slipped in before the stopper's next poll, varies: nothing is asserted on it)
 
     # The policy searched: queries reached the live server, and the token layout is what verl trains on.
     assert stopper.requests_before_stop > 0
