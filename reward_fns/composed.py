@@ -8,7 +8,9 @@ or inline, in a YAML config: ``reward_kwargs: {components: [{name: qa_em}, {name
 A relative ``config`` path is tried from the working directory, then from the repository root (the
 parent of reward_fns/). The config is loaded and checked on the first call and cached (reloaded when
 the file changes); a bad config raises RewardConfigError on every call, a bad model output never does.
-Every component's score reaches verl's reward_extra_info (and so the logs) under its key.
+Every component's score reaches verl's reward_extra_info (and so the logs) under its key, and whether it raised
+under ``reward/<key>/exceptions``. ``reward_kwargs.max_consecutive_exceptions=N`` overrides the config's limit of
+exceptions in a row before the run stops (default 16, 0 = never; see agentic_verl.rewards.failures).
 """
 
 import os
@@ -21,16 +23,18 @@ _CACHE: dict = {}
 _LOCK = threading.Lock()
 
 
-def compute_score(data_source, solution_str, ground_truth, extra_info=None, config=None, components=None, **kwargs):
+def compute_score(data_source, solution_str, ground_truth, extra_info=None, config=None, components=None,
+                  max_consecutive_exceptions=None, **kwargs):
     unknown = sorted(set(kwargs) - VERL_CALL_KWARGS)
     if unknown:
         raise RewardConfigError(
-            f"reward_fns/composed.py: unexpected reward_kwargs {unknown}; use 'config' or 'components'"
+            f"reward_fns/composed.py: unexpected reward_kwargs {unknown}; use 'config' or 'components' "
+            "(and optionally 'max_consecutive_exceptions')"
         )
-    return _reward(config, components)(solution_str, ground_truth, extra_info)
+    return _reward(config, components, max_consecutive_exceptions)(solution_str, ground_truth, extra_info)
 
 
-def _reward(config, components) -> ComposedReward:
+def _reward(config, components, limit) -> ComposedReward:
     if (config is None) == (components is None):
         raise RewardConfigError(
             "reward_fns/composed.py needs exactly one of reward_kwargs.config (a YAML path) "
@@ -38,13 +42,14 @@ def _reward(config, components) -> ComposedReward:
         )
     if config is not None:
         path = _resolve(str(config))
-        key = ("config", path, os.path.getmtime(path))
+        key = ("config", path, os.path.getmtime(path), limit)
     else:
-        key = ("inline", repr(components))
+        key = ("inline", repr(components), limit)
     with _LOCK:
         reward = _CACHE.get(key)
         if reward is None:
-            reward = _CACHE[key] = load_reward(path if config is not None else components)
+            reward = _CACHE[key] = load_reward(path if config is not None else components,
+                                               max_consecutive_exceptions=limit)
     return reward
 
 

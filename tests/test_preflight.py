@@ -260,7 +260,7 @@ def test_docstring_examples():
     import importlib
 
     modules = [importlib.import_module(f"agentic_verl.{name}") for name in (
-        "agent_loops.fail_fast", "preflight.settings", "preflight.model_checks", "preflight.gpu_memory")]
+        "fail_fast", "preflight.settings", "preflight.model_checks", "preflight.gpu_memory")]
     for module in modules:
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__

@@ -61,7 +61,6 @@ from agentic_verl.agent_loops._common import (
     resolve_config,
     server_logprobs,
 )
-from agentic_verl.agent_loops.fail_fast import ConsecutiveFailures, SearchFailFastError  # noqa: F401 (re-exported)
 from agentic_verl.agent_loops.prompts import RAG_R1_MODES
 from agentic_verl.agent_loops.rag_r1_protocol import (  # noqa: F401 (re-exported)
     STOP_TAGS,
@@ -70,6 +69,7 @@ from agentic_verl.agent_loops.rag_r1_protocol import (  # noqa: F401 (re-exporte
     split_queries,
 )
 from agentic_verl.agent_loops.trace import TrajectoryTrace
+from agentic_verl.fail_fast import ConsecutiveFailures, SearchFailFastError  # noqa: F401 (re-exported)
 from agentic_verl.retrieval.client import RetrievalClient, RetrievalError
 from agentic_verl.retrieval.formatting import escape_protocol_tags
 
@@ -120,7 +120,7 @@ class RagR1Config:
                              f"{self.max_consecutive_search_failures}")
 
 
-SEARCH_FAILURES = ConsecutiveFailures()  # this process's fail-fast state, per retrieval URL
+SEARCH_FAILURES = ConsecutiveFailures(SearchFailFastError)  # this process's fail-fast state, per retrieval URL
 
 
 def _fail_fast_message(cfg: RagR1Config, count: int, detail: str) -> str:

@@ -14,6 +14,12 @@ each, and records what happened:
 - `run`: no_call when the trajectory never called a tool, truncated_by_length when it filled the response
   budget, then `trace.finalize`.
 
+Fail-fast: verl's `_call_tool` turns any exception of a tool into an error observation, so a tool cannot stop the
+run by raising. A tool that has a `raise_if_tripped()` (our SearchTool: its server failed
+`max_consecutive_search_failures` searches in a row in this process) is asked after each of its calls and when a
+trajectory starts and ends; it raises `SearchFailFastError`, verl fails the sample, and once no sample is left the
+run stops (as with the `rag_r1` loop).
+
 Everything else (prompt building, token merging, masks, tool execution, truncation of tool responses) is verl's.
 Use it by `agent_name: tool_agent_traced` (or rollout.agent.default_agent_loop) with the usual
 `actor_rollout_ref.rollout.multi_turn.tool_config_path`, e.g. tools/search_tool.yaml.
@@ -45,8 +51,10 @@ class TracedToolAgentLoop(ToolAgentLoop):
         self.trace: TrajectoryTrace | None = None  # verl builds one loop object per trajectory
 
     async def run(self, sampling_params: dict[str, Any], **kwargs) -> AgentLoopOutput:
+        self._raise_if_a_tool_tripped()  # tripped earlier in this process: stop every sample
         self.trace = TrajectoryTrace(uuid4().hex, agent_name=self.agent_name)
         output = await super().run(sampling_params, **kwargs)
+        self._raise_if_a_tool_tripped()  # a server died meanwhile: not a sample to train on
         if not self.trace.tool_calls:
             self.trace.record_failure("no_call")
         if len(output.response_mask) >= self.response_length:
@@ -91,7 +99,15 @@ class TracedToolAgentLoop(ToolAgentLoop):
         self.trace.add_tool_call(tool_call.name, arguments, response.text or "", latency,
                                  failure=self._failure(tool_call, arguments, response, result, agent_data),
                                  queries=_num_queries(arguments))
+        self._raise_if_a_tool_tripped()
         return response, reward, result
+
+    def _raise_if_a_tool_tripped(self) -> None:
+        """Re-raise a tool's fail-fast error (verl's `_call_tool` swallowed it into an observation)."""
+        for tool in self.tools.values():
+            check = getattr(tool, "raise_if_tripped", None)
+            if callable(check):
+                check()
 
     def _failure(self, tool_call, arguments, response, result, agent_data) -> str | None:
         active = getattr(agent_data, "_active_tools", self.tools)

@@ -1,4 +1,5 @@
-"""`AgentMetricsReplayBuffer`: verl's sync replay buffer, plus our trajectory metrics in every training step's log.
+"""`AgentMetricsReplayBuffer`: verl's sync replay buffer, plus our trajectory and reward-exception metrics in every
+training step's log.
 
 verl 0.9.1's trainer (trainer/ppo/v1) logs no per-trajectory values from an agent loop at training steps: neither
 `AgentLoopOutput.metrics` nor a reward manager's `reward_extra_info` reach the step metrics (validation does log
@@ -7,7 +8,9 @@ verl lets a run name its own replay buffer (`trainer.v1.sampler.custom_sampler.{
 adapter samples exactly as verl's `ReplayBuffer` does, then reads the sampled trajectories' `extra_fields`
 from verl's TransferQueue (as verl's own `_compute_metrics` does for speculative-decoding stats) and adds
 `trace.batch_metrics(...)`: `agent/<metric>/mean` (searches, tool calls, failure/<category>, latencies, ...) and
-`agent/tool_call_failure_rate`, once per training step.
+`agent/tool_call_failure_rate`, once per training step; and from each trajectory's `reward_extra_info` (stored in
+the same `extra_fields`), `reward/<name>/exceptions/mean`: the share of samples on which a reward component
+raised (agentic_verl.rewards.failures).
 
     trainer.v1.sampler.custom_sampler.path=pkg://agentic_verl.agent_loops.trace_sampler
     trainer.v1.sampler.custom_sampler.name=AgentMetricsReplayBuffer
@@ -24,6 +27,7 @@ import logging
 from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
 
 from agentic_verl.agent_loops.trace import METRICS_FIELD, batch_metrics
+from agentic_verl.rewards.failures import exception_metrics
 
 logger = logging.getLogger(__name__)
 
@@ -57,4 +61,11 @@ def _agent_metrics(batch) -> dict[str, float]:
     except Exception as exc:  # metrics must never stop a training step
         logger.warning("agent metrics: cannot read extra_fields of the sampled batch: %s: %s", type(exc).__name__, exc)
         return {}
-    return batch_metrics(fields.get(METRICS_FIELD) if isinstance(fields, dict) else None for fields in extra_fields)
+    return step_metrics(extra_fields)
+
+
+def step_metrics(extra_fields: list) -> dict[str, float]:
+    """The step's metrics from its trajectories' `extra_fields`: `agent/...` and `reward/<name>/exceptions/mean`."""
+    fields = [f if isinstance(f, dict) else {} for f in extra_fields]
+    return {**batch_metrics(f.get(METRICS_FIELD) for f in fields),
+            **exception_metrics(f.get("reward_extra_info") for f in fields)}

@@ -8,7 +8,13 @@ protocol's tags (`<answer>`, `<tool_call>`, ...) HTML-escaped, so a retrieved pa
 
 A failure never raises: the observation says what went wrong and the returned metrics carry
 `status`/`error_type` = "timeout" | "server_error" | "bad_arguments", so the rollout goes on and the failure is
-counted. The tool schema is built here from the config (one source); the YAML carries only the config:
+counted. Fail-fast: after `max_consecutive_search_failures` searches in a row that got no answer (timeouts,
+unreachable server, 5xx; counted per process and server across trajectories, reset by any answer) the tool
+raises `SearchFailFastError` on that call and every later one, and `raise_if_tripped()` raises it too; the
+`tool_agent_traced` loop checks it and fails the trajectory, so a dead server stops the run instead of training on
+"Search error" observations (verl's plain `tool_agent` catches the error and goes on). 0 = never.
+
+The tool schema is built here from the config (one source); the YAML carries only the config:
 
     tools:
       - class_name: agentic_verl.tools.search.SearchTool
@@ -33,6 +39,7 @@ from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 from verl.utils.rollout_trace import rollout_trace_op
 
+from agentic_verl.fail_fast import ConsecutiveFailures, SearchFailFastError
 from agentic_verl.retrieval.client import RetrievalClient, RetrievalError
 from agentic_verl.retrieval.formatting import escape_protocol_tags, format_passages
 from agentic_verl.retrieval.protocol import Passage
@@ -54,6 +61,7 @@ class SearchSettings:
     max_retries: int = 2
     backoff_s: float = 0.25
     max_concurrency: int = 16
+    max_consecutive_search_failures: int = 32  # stop the run after this many failed searches in a row; 0 = never
 
     @classmethod
     def from_config(cls, config: dict) -> SearchSettings:
@@ -67,6 +75,10 @@ class SearchSettings:
         for key in ("topk", "max_queries", "max_query_chars", "max_concurrency"):
             if not isinstance(getattr(settings, key), int) or getattr(settings, key) < 1:
                 raise ValueError(f"search tool config {key} must be a positive integer, got {getattr(settings, key)!r}")
+        limit = settings.max_consecutive_search_failures
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ValueError(f"search tool config max_consecutive_search_failures must be an integer >= 0 "
+                             f"(0 = never stop), got {limit!r}")
         return settings
 
 
@@ -91,6 +103,19 @@ def search_tool_schema(settings: SearchSettings) -> OpenAIFunctionToolSchema:
             },
         },
     })
+
+
+SEARCH_FAILURES = ConsecutiveFailures(SearchFailFastError)  # this process's fail-fast state, per server / index
+_SERVER_DOWN = ("timeout", "server_error")  # failures that count toward the fail-fast streak
+
+
+def _fail_fast_message(settings: SearchSettings, count: int, detail: str) -> str:
+    where = settings.retrieval_url or f"the in-process index {settings.index_dir}"
+    check = f" (curl {settings.retrieval_url.rstrip('/')}/health)" if settings.retrieval_url else ""
+    return (f"search tool fail-fast: {count} consecutive searches failed in this process (last: {detail}); "
+            f"{where} looks down, and training on 'Search error' observations teaches the policy nothing. Check "
+            f"it{check}, restart it and resume; max_consecutive_search_failures={count} in the tool's config "
+            f"(the tool_config_path YAML) sets the limit (0 = never stop).")
 
 
 # In-process indexes, shared by every tool instance of this process (keyed by folder).
@@ -119,6 +144,11 @@ class SearchTool(BaseTool):
         self._client = RetrievalClient(s.retrieval_url, timeout_s=s.timeout_s, max_retries=s.max_retries,
                                        backoff_s=s.backoff_s, max_concurrency=s.max_concurrency) \
             if s.retrieval_url else None
+        self._server = s.retrieval_url or f"index:{s.index_dir}"  # the fail-fast key
+
+    def raise_if_tripped(self) -> None:
+        """Raise SearchFailFastError if this tool's server reached the fail-fast limit in this process."""
+        SEARCH_FAILURES.raise_if_tripped(self._server)
 
     def get_openai_tool_schema(self) -> OpenAIFunctionToolSchema:
         return getattr(self, "tool_schema", None) or search_tool_schema(self.settings)
@@ -130,12 +160,13 @@ class SearchTool(BaseTool):
 
     @rollout_trace_op
     async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs) -> tuple[ToolResponse, float, dict]:
+        self.raise_if_tripped()  # the server died earlier in this process: stop, do not observe an error
         state = self._instances.setdefault(instance_id, {"calls": 0, "errors": 0})
         state["calls"] += 1
         started = time.perf_counter()
         metrics = {"status": "ok", "error_type": None, "num_queries": 0, "num_passages": 0}
         try:
-            queries = self._check_arguments(parameters)
+            queries = self._check_arguments(parameters)  # the model's mistake: the server's streak is untouched
             metrics["num_queries"] = len(queries)
             results = await self._retrieve(queries)
         except Exception as exc:
@@ -143,9 +174,16 @@ class SearchTool(BaseTool):
                 logger.exception("search tool: unexpected failure")
                 exc = RetrievalError("server_error", f"{type(exc).__name__}: {exc}")
             state["errors"] += 1
+            if exc.category in _SERVER_DOWN:  # raises SearchFailFastError at the limit
+                detail = str(exc)
+                SEARCH_FAILURES.failed(self._server, self.settings.max_consecutive_search_failures,
+                                       lambda count: _fail_fast_message(self.settings, count, detail))
+            elif metrics["num_queries"]:  # the server answered (it rejected the request): it is up
+                SEARCH_FAILURES.reset(self._server)
             metrics.update(status=exc.category, error_type=exc.category,
                            latency_s=round(time.perf_counter() - started, 6))
             return ToolResponse(text=_error_observation(exc, self.settings)), 0.0, metrics
+        SEARCH_FAILURES.reset(self._server)
         metrics.update(num_passages=sum(len(p) for p in results), latency_s=round(time.perf_counter() - started, 6))
         return ToolResponse(text=format_results(queries, results)), 0.0, metrics
 

@@ -22,10 +22,12 @@ def _call(name: str, arguments) -> str:
     return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call><|im_end|>"
 
 
-def _tool_yaml(tmp_path, url, timeout_s=2.0) -> str:
+def _tool_yaml(tmp_path, url, timeout_s=2.0, max_failures=32) -> str:
     """tools/search_tool.yaml with a short timeout and no retries (the shipped one waits 10 s x 3)."""
     text = (REPO / "tools" / "search_tool.yaml").read_text()
     text = text.replace("timeout_s: 10.0", f"timeout_s: {timeout_s}").replace("max_retries: 2", "max_retries: 0")
+    assert "max_consecutive_search_failures: 32" in text
+    text = text.replace("max_consecutive_search_failures: 32", f"max_consecutive_search_failures: {max_failures}")
     path = tmp_path / "search_tool.yaml"
     path.write_text(text)
     return str(path)
@@ -115,6 +117,31 @@ def test_traced_loop_records_tool_call_failures(name, turns, where, expected, qw
     metrics = out.extra_fields["agent_metrics"]
     assert {k.split("/", 1)[1]: v for k, v in metrics.items() if k.startswith("failure/") and v} == expected
     check_token_invariants(out, server, tok)
+
+
+def test_traced_loop_stops_the_run_when_the_search_server_is_dead(qwen_dir, qwen_tokenizer, dead_url, tmp_path,
+                                                                 monkeypatch):
+    """verl's ToolAgentLoop turns a tool's exception into an observation; the traced loop re-raises SearchTool's
+    fail-fast: the second failed search in a row (limit 2) fails the trajectory, and every later trajectory of the
+    process fails before generating anything (verl fails those samples; with none left, the run stops)."""
+    from agentic_verl.fail_fast import SearchFailFastError
+    from agentic_verl.tools.search import SEARCH_FAILURES
+
+    tok = qwen_tokenizer
+    search = _call("search", {"query_list": ["capital of france"]})
+    tool_yaml = _tool_yaml(tmp_path, dead_url, timeout_s=0.3, max_failures=2)
+    SEARCH_FAILURES.clear()
+    try:
+        server = ScriptedServer(tok, [search, search, "Paris<|im_end|>"])
+        with pytest.raises(SearchFailFastError, match=f"2 consecutive searches failed.*cannot reach {dead_url}"):
+            _loop_run(qwen_dir, tok, tool_yaml, server, dead_url, monkeypatch)
+        assert len(server.calls) == 2  # stopped at the second failed search, before generating again
+        later = ScriptedServer(tok, ["Paris<|im_end|>"])
+        with pytest.raises(SearchFailFastError, match="max_consecutive_search_failures=2"):
+            _loop_run(qwen_dir, tok, tool_yaml, later, dead_url, monkeypatch)
+        assert later.calls == []
+    finally:
+        SEARCH_FAILURES.clear()
 
 
 def _loop_run(model_dir, tok, tool_config_path, server, url, monkeypatch, response_length=512):

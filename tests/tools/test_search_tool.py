@@ -8,8 +8,9 @@ import pytest
 from verl.tools.schemas import OpenAIFunctionToolSchema
 from verl.tools.tool_registry import initialize_tools_from_config
 
+from agentic_verl.fail_fast import SearchFailFastError
 from agentic_verl.net import free_port
-from agentic_verl.tools.search import SearchTool
+from agentic_verl.tools.search import SEARCH_FAILURES, SearchTool
 
 YAML = Path(__file__).resolve().parents[2] / "tools" / "search_tool.yaml"
 
@@ -116,6 +117,57 @@ async def test_a_request_the_server_refuses_is_bad_arguments(retrieval_server):
     assert "the limit is 4096" in response.text
 
 
+@pytest.fixture()
+def fresh_fail_fast():
+    SEARCH_FAILURES.clear()
+    yield SEARCH_FAILURES
+    SEARCH_FAILURES.clear()
+
+
+async def test_a_dead_server_stops_the_run_after_max_consecutive_search_failures(fresh_fail_fast):
+    """The first failed search is an observation (the rollout goes on); the second in a row raises, and from then on
+    every search of this process on that server raises before calling it."""
+    url = f"http://127.0.0.1:{free_port()}"
+    tool = make_tool(url, max_retries=0, max_consecutive_search_failures=2)
+    _, _, metrics = await call(tool, {"query_list": ["anything"]})
+    assert metrics["error_type"] == "server_error" and fresh_fail_fast.count(url) == 1
+    tool.raise_if_tripped()  # not yet
+    with pytest.raises(SearchFailFastError, match=rf"search tool fail-fast: 2 consecutive searches failed .*cannot "
+                                                  rf"reach {url}.*curl {url}/health.*max_consecutive_search_failures=2"):
+        await call(tool, {"query_list": ["anything"]})
+    with pytest.raises(SearchFailFastError, match="2 consecutive searches failed"):
+        tool.raise_if_tripped()
+    another = make_tool(url, max_consecutive_search_failures=2)  # another tool object of this process, same server
+    with pytest.raises(SearchFailFastError):
+        await call(another, {"query_list": ["anything"]})
+
+
+# one row per case: the scripted server's answers (HTTP status, or "bad" = the model's bad arguments, which never
+# reach the server), the limit, and whether the last call stops the run
+STREAKS = [
+    ([500, 500], 2, True),  # two 5xx in a row
+    ([500, 200, 500], 2, False),  # an answer resets the count
+    ([500, 413, 500], 2, False),  # so does a refusal: the server is up
+    ([500, "bad", 500], 2, True),  # the model's bad arguments say nothing about the server
+    ([500] * 5, 0, False),  # 0 = never stop
+]
+
+
+@pytest.mark.parametrize(("answers", "limit", "stops"), STREAKS)
+async def test_only_consecutive_server_failures_count(fresh_fail_fast, scripted_server, answers, limit, stops):
+    tool = make_tool(scripted_server.url, max_retries=0, max_consecutive_search_failures=limit)
+    for i, answer in enumerate(answers, start=1):
+        scripted_server.status = 200 if answer == "bad" else answer
+        parameters = {"query_list": []} if answer == "bad" else {"query_list": ["q"]}
+        if stops and i == len(answers):
+            with pytest.raises(SearchFailFastError):
+                await call(tool, parameters)
+        else:
+            await call(tool, parameters)
+    if not stops:
+        tool.raise_if_tripped()
+
+
 def test_config_errors_are_caught_at_construction():
     with pytest.raises(ValueError, match="exactly one of retrieval_url"):
         SearchTool({"type": "native"})
@@ -123,6 +175,8 @@ def test_config_errors_are_caught_at_construction():
         SearchTool({"type": "native", "retrieval_url": "http://127.0.0.1:1", "top_k": 3})
     with pytest.raises(ValueError, match="max_queries must be a positive integer"):
         SearchTool({"type": "native", "retrieval_url": "http://127.0.0.1:1", "max_queries": 0})
+    with pytest.raises(ValueError, match="max_consecutive_search_failures must be an integer >= 0"):
+        SearchTool({"type": "native", "retrieval_url": "http://127.0.0.1:1", "max_consecutive_search_failures": -1})
     other = OpenAIFunctionToolSchema.model_validate(
         {"type": "function", "function": {"name": "search", "description": "d",
                                           "parameters": {"type": "object", "properties": {}, "required": []}}})

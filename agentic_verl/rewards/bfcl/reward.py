@@ -95,7 +95,10 @@ def bfcl_ast(solution_str, ground_truth, extra_info=None, *, category: str | Non
              language: str | None = None, accept_code_fences: bool = False, python_unary_operators: bool = False,
              optimal_parallel_matching: bool = False, **kwargs) -> dict:
     """Reward component: `ground_truth` is BFCL's possible-answer list (or its JSON string); `extra_info` has
-    `functions` (list or JSON string), `category` and optionally `language`. Never raises.
+    `functions` (list or JSON string), `category` and optionally `language`. Never raises on a model output
+    or a malformed ground truth; a bug in the checker does raise, so the reward wrappers count it as
+    `reward/bfcl_ast/exceptions` and stop a run where it keeps happening (agentic_verl.rewards.failures)
+    instead of training on zeros.
 
     Options (YAML kwargs next to the name):
     - category (str, default None): for rows whose `extra_info` has no `category` (else simple_python).
@@ -123,8 +126,6 @@ def bfcl_ast(solution_str, ground_truth, extra_info=None, *, category: str | Non
                            optimal_parallel_matching=bool(optimal_parallel_matching))
     except (ValueError, TypeError, AttributeError, RecursionError) as exc:  # unreadable JSON, nonsense extra_info
         result = {"valid": False, "error_type": "bfcl:bad_ground_truth", "errors": [f"{type(exc).__name__}: {exc}"]}
-    except Exception as exc:  # never raise from a reward; the type says where it came from
-        result = {"valid": False, "error_type": "bfcl:internal_error", "errors": [f"{type(exc).__name__}: {exc}"]}
     return {
         "score": 1.0 if result["valid"] else 0.0,
         "error_type": error_type_of(result["error_type"]),
