@@ -46,7 +46,9 @@ def _add_qa(sub) -> None:
                                   "retrievals and seconds per question, the published rows beside ours")
     add_model_source(p)
     p.add_argument("--data", nargs="+", required=True, help="question files (any format `data rag-r1` reads); "
-                   "the dataset is each record's data_source, else the file's folder name (FlashRAG layout)")
+                   "the dataset is each record's data_source, else the file's name when it is a known dataset "
+                   "(nq.jsonl), else its folder (FlashRAG's nq/test.jsonl); two files named alike are refused "
+                   "unless they are splits of one dataset")
     p.add_argument("--retrieval-url", required=True, help="a running `agentic-verl serve retrieval`")
     p.add_argument("--out", default=None, help="folder for result.json, table.md and trajectories/")
     p.add_argument("--label", default="", help="name of this run in the tables (default: the model's name)")

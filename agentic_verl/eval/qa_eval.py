@@ -15,8 +15,9 @@ Defaults are RAG-R1's evaluation: sampling at temperature 0.7, up to 1024 new to
 retrievals (`max_turns=5`), top-3 passages, multi-query prompts, exact match with the paper's evaluation normaliser
 (`rag_r1_eval`: also underscores and quotes to spaces). `deterministic()` gives the reproducible variant (greedy).
 
-Reported per dataset (the data_source of each record, else the file's folder name, FlashRAG's layout) and as their
-unweighted average: EM, F1, retrievals (searches executed) and seconds per question, answer rate, EM by hop count
+Reported per dataset (`--data-source`, else each record's data_source, else the file's name when it is one of the
+known datasets, `nq.jsonl`, else its folder, FlashRAG's `nq/test.jsonl`; `dataset_names` refuses two files that
+would be merged under one name unless they are splits of one dataset) and as their unweighted average: EM, F1, retrievals (searches executed) and seconds per question, answer rate, EM by hop count
 when the data has hops, and a failure taxonomy: the loop's own categories (no_call, parse_error, bad_arguments,
 timeout, tool_error, truncated_by_length; counted once per question that had it) plus `no_answer` (no <answer>)
 and `wrong_answer` (answered, EM 0). The paper table puts the published rows (published.py) beside ours.
@@ -44,6 +45,8 @@ from agentic_verl.eval.published import (
 )
 from agentic_verl.net import check_model_or_endpoint
 
+# FlashRAG's split file names: `nq/dev.jsonl` and `nq/test.jsonl` are two splits of one dataset, named by the folder
+SPLITS = ("train", "dev", "test", "val", "validation")
 FAILURES = ("no_answer", "wrong_answer", "no_call", "parse_error", "bad_arguments", "timeout", "tool_error",
             "truncated_by_length")
 
@@ -83,6 +86,9 @@ class QAEvalSettings:
         if missing:
             raise FileNotFoundError(f"data file(s) not found: {', '.join(missing)}")
         check_model_or_endpoint(self.model, self.endpoint, self.model_name)
+        repeated = [p for i, p in enumerate(self.data) if Path(p).resolve() in {Path(q).resolve() for q in self.data[:i]}]
+        if repeated:
+            raise ValueError(f"data file(s) given twice: {', '.join(repeated)}")
         if self.data_source and len(self.data) > 1:
             raise ValueError("data_source overrides the dataset name of one file; got several files")
         for name in ("max_tokens_per_turn", "response_length", "topk", "concurrency"):
@@ -153,19 +159,63 @@ def load_tokenizer(path: str):
 
 
 def load_datasets(s: QAEvalSettings) -> list[tuple[str, dict, dict]]:
-    """(dataset, record, verl row) for every question, files in order; `limit` applies per file."""
-    from agentic_verl.data.qa_formats import load_questions
-    from agentic_verl.data.rag_r1_parquet import default_data_source, to_rows
+    """(dataset, record, verl row) for every question, files in order; `limit` applies per file.
 
-    items = []
+    Raises before any question runs when two files would be merged under one dataset name (`dataset_names`)."""
+    from agentic_verl.data.qa_formats import load_questions
+    from agentic_verl.data.rag_r1_parquet import to_rows
+
+    loaded = []
     for path in s.data:
         records = load_questions(path, limit=s.limit)
         if s.data_source:  # an explicit name beats the records' own data_source
             records = [{**rec, "data_source": s.data_source} for rec in records]
-        rows = to_rows(records, split=Path(path).name.split(".")[0], data_source=default_data_source(path),
-                       mode=s.mode)
+        loaded.append((path, records))
+    # only files with a question that carries no data_source are named by their file
+    names = dataset_names([path for path, records in loaded if any(not rec.get("data_source") for rec in records)])
+    items = []
+    for path, records in loaded:
+        rows = to_rows(records, split=Path(path).name.split(".")[0], data_source=names.get(path, "qa"), mode=s.mode)
         items += [(canonical_dataset(row["data_source"]), rec, row) for rec, row in zip(records, rows, strict=True)]
     return items
+
+
+def file_dataset(path: str | Path) -> tuple[str, str]:
+    """(dataset, "file" | "folder"): the file's stem when it names a known dataset (`nq.jsonl`, `hotpot_qa.json`),
+    else its folder (FlashRAG's `<dataset>/<split>.jsonl`). Canonical names (`canonical_dataset`).
+
+    >>> file_dataset("flashrag/nq.jsonl"), file_dataset("flashrag/hotpotqa/dev.jsonl")
+    (('nq', 'file'), ('hotpotqa', 'folder'))
+    """
+    path = Path(path)
+    stem = canonical_dataset(path.name.split(".")[0])
+    folder = canonical_dataset(path.resolve().parent.name or "qa")
+    if stem in QA_DATASETS and folder in QA_DATASETS and stem != folder:
+        raise ValueError(f"{path}: its file name says dataset {stem!r}, its folder {folder!r}; rename one, or give "
+                         "each record a data_source")
+    return (stem, "file") if stem in QA_DATASETS else (folder, "folder")
+
+
+def dataset_names(paths: list[str]) -> dict[str, str]:
+    """{path: dataset} for files whose questions are named by the file (`file_dataset`). Two files may share a name
+    only as different splits of one dataset (named by their folder, file names among SPLITS: `nq/dev.jsonl` +
+    `nq/test.jsonl`, scored together); otherwise their questions would be merged into one score: ValueError."""
+    named = {path: file_dataset(path) for path in paths}
+    groups: dict[str, list[str]] = {}
+    for path, (name, _) in named.items():
+        groups.setdefault(name, []).append(path)
+    for name, group in groups.items():
+        stems = [Path(p).name.split(".")[0].lower() for p in group]
+        splits = all(named[p][1] == "folder" for p in group) and set(stems) <= set(SPLITS)
+        if len(group) > 1 and not (splits and len(set(stems)) == len(stems)):
+            how = ", ".join(f"{p} (by its {named[p][1]})" for p in group)
+            raise ValueError(
+                f"these files would all be scored as one dataset {name!r}, their questions merged: {how}. Give each "
+                "dataset its own name: FlashRAG's layout <dataset>/<split>.jsonl (nq/test.jsonl, hotpotqa/dev.jsonl), "
+                f"a file named after a known dataset ({', '.join(QA_DATASETS)}: nq.jsonl), or a data_source field "
+                "in every record; or evaluate one file at a time with --data-source NAME. Only different splits "
+                f"of one dataset ({'/'.join(SPLITS)}.jsonl in folders of the same name) are scored together.")
+    return {path: name for path, (name, _) in named.items()}
 
 
 async def _evaluate(s: QAEvalSettings, engine, tokenizer, items: list[tuple[str, dict, dict]]) -> dict:

@@ -11,7 +11,8 @@ Shard s holds the corpus passages [start_s, start_s + passages_s), in corpus ord
 (one after another, in this process); each returns its own top-k with the backend's own scores, and the merged
 top-k is the k best of those. That is exactly the unsharded ranking as long as a shard scores a passage exactly
 as the unsharded index would: dense inner products do by construction; BM25 does because every shard is built
-from corpus-wide statistics (bm25s_sharded.py). Equal scores are ordered by corpus position (shard, then row).
+from corpus-wide statistics (bm25s_sharded.py). Equal scores are ordered by corpus position (shard, then row), as
+within every shard's own top-k, the k-th tie included (ranking.py): ties cannot make the two rankings differ.
 
 >>> import numpy as np
 >>> merge_topk([(np.array([0.9, 0.5]), np.array([4, 1])), (np.array([0.7, 0.5]), np.array([0, 2]))], k=3)

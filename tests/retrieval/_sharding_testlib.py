@@ -18,11 +18,3 @@ def write_zipf_corpus(path, n=400, seed=0):
     queries = [" ".join(rng.choices(vocab, weights, k=rng.randint(1, 5))) for _ in range(60)]
     return path, queries + ["t17 w3", "the of", "unknownword"]
 
-
-def by_score(passages):
-    """{score: ids}: ids may swap within a tie, and the last tie group may be cut by topk differently."""
-    groups: dict[float, set[str]] = {}
-    for p in passages:
-        groups.setdefault(round(p.score, 5), set()).add(p.id)
-    cutoff = min(groups) if groups else None
-    return {score: ids for score, ids in groups.items() if score != cutoff}

@@ -14,6 +14,8 @@ MODULES = [
     "agentic_verl.retrieval.wiki_split",
     "agentic_verl.retrieval.index",
     "agentic_verl.retrieval.shards",
+    "agentic_verl.retrieval.ranking",
+    "agentic_verl.retrieval.backends.lucene",
     "agentic_verl.retrieval.footprint",
     "agentic_verl.retrieval.backends.faiss_indexes",
     "agentic_verl.retrieval.backends.dense_encoder",

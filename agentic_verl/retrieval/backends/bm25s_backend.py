@@ -20,12 +20,14 @@ the merged top-k equals the unsharded one. A loaded index searches its shards on
 vocabulary for all) and merges their top-k (shards.py); an index built without shards is one shard.
 
 Queries with no indexed term (only stopwords, unknown words, empty) get no passages; passages with score 0
-(no term in common with the query) are never returned, so a query may get fewer than topk.
+(no term in common with the query) are never returned, so a query may get fewer than topk. Equal scores rank in
+corpus order, sharded or not (ranking.py), so a sharded index returns exactly the unsharded ranking.
 """
 
 from __future__ import annotations
 
 import array
+import functools
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -34,6 +36,7 @@ from agentic_verl.retrieval.backends.base import BACKENDS, RetrievalBackend
 from agentic_verl.retrieval.backends.bm25s_format import BM25_DIR, OPTIONS, TOKENIZER_DIR, describe, make_tokenizer
 from agentic_verl.retrieval.docstore import DocStore, DocStoreWriter
 from agentic_verl.retrieval.protocol import Passage
+from agentic_verl.retrieval.ranking import exact_topk
 from agentic_verl.retrieval.shards import fetch, is_sharded, merge_topk, open_docstores
 
 _MIN_BATCH_FOR_THREADS = 64  # below this a thread pool costs more than it saves
@@ -136,15 +139,19 @@ class BM25sBackend(RetrievalBackend):
         rows = [i for i, ids in enumerate(token_ids) if ids]
         if not rows:
             return results
-        n_threads = self.n_threads if len(rows) >= _MIN_BATCH_FOR_THREADS else 0
         hits: list[list[tuple]] = [[] for _ in rows]  # per query: (scores, rows) of each shard
-        for retriever, docs in self.shards:
-            k = min(int(topk), len(docs))
-            found, scores = retriever.retrieve([token_ids[i] for i in rows], k=k, show_progress=False,
+
+        def shard_search(retriever, queries: list[int], depth: int) -> list[tuple]:
+            n_threads = self.n_threads if len(queries) >= _MIN_BATCH_FOR_THREADS else 0
+            found, scores = retriever.retrieve([token_ids[rows[q]] for q in queries], k=depth, show_progress=False,
                                                n_threads=n_threads, return_as="tuple")
-            for row in range(len(rows)):
-                keep = scores[row] > 0
-                hits[row].append((scores[row][keep], found[row][keep]))
+            return [(s[s > 0], f[s > 0]) for f, s in zip(found, scores, strict=True)]  # score 0: no common term
+
+        for retriever, docs in self.shards:
+            # bm25s orders equal scores its own way: ranking.py makes them corpus order, the k-th tie included
+            shard_hits = exact_topk(functools.partial(shard_search, retriever), len(rows), int(topk), len(docs))
+            for row, found in enumerate(shard_hits):
+                hits[row].append(found)
         for row, i in enumerate(rows):
             if len(self.shards) == 1:
                 scores, found = hits[row][0]

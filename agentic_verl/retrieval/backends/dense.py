@@ -10,7 +10,8 @@ The index folder's files, the build options and how vectors are written: dense_f
 - ivf:  inverted lists over k-means cells; `ivf_nlist` (default ~4 sqrt(n)), `ivf_nprobe` cells searched.
 - ivfpq: ivf with product-quantised codes (`pq_m` bytes a vector): ~1/30 of flat's memory, approximate scores.
 With `--shards N` (dense_sharded.py) each shard has its own docstore, embeddings and faiss index (ivf / ivfpq share
-one trained quantizer); queries are encoded once and every shard's top-k merged by score (shards.py).
+one trained quantizer); queries are encoded once and every shard's top-k merged by score (shards.py). Equal scores
+rank in corpus order, sharded or not (ranking.py; hnsw / ivf / ivfpq: among the passages the index finds).
 `embeddings=DIR` (`--embeddings`): the vectors of an `agentic-verl index encode` folder (Ray workers, GPUs:
 encode.py, embeddings.py) are copied instead of encoded, sharded or not; the folder's model and convention become
 the index's, so queries are encoded as its passages were.
@@ -20,6 +21,7 @@ Needs the extra: pip install 'agentic_verl[dense]'.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -54,6 +56,7 @@ from agentic_verl.retrieval.backends.faiss_indexes import (
 )
 from agentic_verl.retrieval.docstore import DocStore
 from agentic_verl.retrieval.protocol import Passage
+from agentic_verl.retrieval.ranking import exact_topk
 from agentic_verl.retrieval.shards import fetch, is_sharded, merge_topk, open_docstores
 
 
@@ -156,11 +159,16 @@ class DenseBackend(RetrievalBackend):
     def search_vectors(self, vectors: np.ndarray, topk: int) -> list[list[Passage]]:
         """Best-first passages for already encoded (normalised) query vectors, one row per query."""
         hits: list[list[tuple]] = [[] for _ in vectors]  # per query: (scores, rows) of each shard
+
+        def shard_search(index, queries: list[int], depth: int) -> list[tuple]:
+            scores, rows = index.search(np.ascontiguousarray(vectors[queries]), depth)
+            return [(s[r >= 0], r[r >= 0]) for s, r in zip(scores, rows, strict=True)]  # faiss pads with -1
+
         for index, docs in self.shards:
-            scores, rows = index.search(vectors, min(int(topk), len(docs)))
-            for i, (row_list, score_list) in enumerate(zip(rows, scores, strict=True)):
-                keep = row_list >= 0  # faiss pads with -1 when fewer than topk vectors exist
-                hits[i].append((score_list[keep], row_list[keep]))
+            # faiss orders equal scores its own way: ranking.py makes them corpus order, the k-th tie included
+            shard_hits = exact_topk(functools.partial(shard_search, index), len(vectors), int(topk), len(docs))
+            for i, found in enumerate(shard_hits):
+                hits[i].append(found)
         if len(self.shards) == 1:
             return [self.docstore.get(h[0][1].tolist(), h[0][0].tolist()) for h in hits]
         docstores = [docs for _, docs in self.shards]

