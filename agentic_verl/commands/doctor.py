@@ -2,8 +2,8 @@
 
 verl swallows plugin import errors, so a broken install would otherwise show up only as
 "agent loop not registered" deep inside a Ray worker. doctor checks, in a fresh interpreter that
-imports only `verl`, that every component in `agentic_verl.plugin.COMPONENTS` is registered, and
-reports the inference stack (vLLM against verl's own pin, CUDA, flash-attn), the optional extras and the offline
+imports only `verl`, that every component in `agentic_verl.plugin.COMPONENTS` is registered and that
+every verl/vLLM symbol we rely on still matches its contract (`agentic_verl.contracts`), and reports the inference stack (vLLM against verl's own pin, CUDA, flash-attn), the optional extras and the offline
 assets. Exit status 1 when something needed is broken; optional checks count only when named in `--require`.
 """
 
@@ -41,7 +41,7 @@ def run(args) -> int:
     unknown = required_extras - set(_OPTIONAL_CHECKS)
     if unknown:
         raise ValueError(f"unknown extra(s) {sorted(unknown)}; known: {', '.join(_OPTIONAL_CHECKS)}")
-    checks = [check_verl_version(), *check_registration()]
+    checks = [check_verl_version(), *check_fresh_interpreter()]
     for name, check_fn in _OPTIONAL_CHECKS.items():
         check = check_fn()
         check.required = name in required_extras
@@ -77,17 +77,44 @@ def check_verl_version(found: str | None = None, location: str | None = None) ->
     return Check("verl", True, f"verl {found} at {location}")
 
 
-_PROBE = "import json, verl; from agentic_verl.commands.doctor import probe_registries; print(json.dumps(probe_registries()))"
+_PROBE = ("import json, verl; from agentic_verl.commands.doctor import probe_registries, probe_contracts; "
+          "print(json.dumps({'registries': probe_registries(), 'contracts': probe_contracts()}))")
 
 
-def check_registration() -> list[Check]:
-    """Start a fresh interpreter that imports only verl and see which of our components it registered."""
+def check_fresh_interpreter() -> list[Check]:
+    """Start a fresh interpreter that imports only verl: which of our components did it register, and do the
+    verl/vLLM internals we rely on still match their contracts (checked there, where verl loaded our plugin)?"""
     # The caller's environment as is: a VERL_USE_EXTERNAL_PLUGINS that excludes us must show up here.
     proc = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
         tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
         return [Check("plugin", False, f"a fresh interpreter failed to import verl:\n{tail}")]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
+    return [*_registration_checks(report["registries"]), _contracts_check(report["contracts"])]
+
+
+def _contracts_check(report: dict) -> Check:
+    if report["drift"]:
+        return Check("contracts", False, report["drift"] + "\nSee docs/contracts.md: adapt the files named above "
+                     f"to this verl/vLLM, or install the versions they were written for (verl=={SUPPORTED_VERL_VERSION}).")
+    detail = f"the {report['checked']} verl/vLLM symbols we rely on match ({report['versions']}; docs/contracts.md)"
+    if report["unchecked"]:
+        detail += f"; not checked, package not installed: {', '.join(report['unchecked'])}"
+    return Check("contracts", True, detail)
+
+
+def probe_contracts() -> dict:
+    """Run inside the fresh interpreter: agentic_verl.contracts against the installed verl / vLLM."""
+    from agentic_verl.contracts import check_contracts, format_report, installed_versions
+
+    results = check_contracts()
+    drifted = [r for r in results if not r.ok]
+    return {"checked": sum(r.checked for r in results), "versions": installed_versions(),
+            "unchecked": [r.contract.target for r in results if not r.checked],
+            "drift": format_report(results) if drifted else None}
+
+
+def _registration_checks(report: dict) -> list[Check]:
     checks = []
     if not report["plugin_loaded"]:
         checks.append(Check("plugin", False, "verl did not load the agentic_verl plugin: is the package installed "
@@ -115,6 +142,8 @@ def probe_registries() -> dict:
 
 
 def _is_registered(kind: str, name: str) -> bool:
+    """verl's public lookups where it has one (they raise ValueError on an unknown name); two private registries
+    where it has none (listed in agentic_verl.contracts)."""
     if kind == "agent_loop":
         from verl.experimental.agent_loop.agent_loop import _agent_loop_registry
 
@@ -123,23 +152,23 @@ def _is_registered(kind: str, name: str) -> bool:
         from verl.plugin.platform.platform_manager import PlatformRegistry
 
         return PlatformRegistry.get(name) is not None
-    if kind == "rollout":
+    if kind == "rollout":  # RolloutReplicaRegistry.get(name) would import the backend (vLLM) to answer
         from verl.workers.rollout.replica import RolloutReplicaRegistry
 
         return name in RolloutReplicaRegistry._registry
     if kind == "reward_manager":
-        from verl.experimental.reward_loop.reward_manager.registry import REWARD_MANAGER
-
-        return name in REWARD_MANAGER
-    if kind == "adv_estimator":
-        from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
-
-        return name in ADV_ESTIMATOR_REGISTRY
-    if kind == "policy_loss":
-        from verl.trainer.ppo.core_algos import POLICY_LOSS_REGISTRY
-
-        return name in POLICY_LOSS_REGISTRY
-    raise ValueError(f"unknown component kind {kind!r}")
+        from verl.experimental.reward_loop.reward_manager import get_reward_manager_cls as lookup
+    elif kind == "adv_estimator":
+        from verl.trainer.ppo.core_algos import get_adv_estimator_fn as lookup
+    elif kind == "policy_loss":
+        from verl.trainer.ppo.core_algos import get_policy_loss_fn as lookup
+    else:
+        raise ValueError(f"unknown component kind {kind!r}")
+    try:
+        lookup(name)
+    except ValueError:
+        return False
+    return True
 
 
 def _module_check(name: str, modules: list[str], extra: str) -> Check:

@@ -60,6 +60,8 @@ def keep_linear_weights_reloadable() -> None:
         dispatch_cpu_unquantized_gemm(layer, remove_weight=False)
 
     process_weights_after_loading.__agentic_verl_wrapped__ = True
+    # vLLM's original stays reachable: agentic_verl.contracts checks its source in processes that loaded this plugin
+    process_weights_after_loading.__wrapped__ = UnquantizedLinearMethod.process_weights_after_loading
     UnquantizedLinearMethod.process_weights_after_loading = process_weights_after_loading
 
 

