@@ -19,8 +19,13 @@ reasoning-model handlers do). Aggregates, as FunReason (arXiv 2505.20192) report
 - Non-Live AST: the unweighted mean of simple (itself the mean of simple_python / java / javascript),
   multiple, parallel and parallel_multiple;
 - Live: accuracy over all questions of live_simple, live_multiple, live_parallel, live_parallel_multiple,
-  live_irrelevance and live_relevance together (count-weighted);
+  live_irrelevance and live_relevance together (count-weighted): BFCL v3's "Live Overall Acc" (bfcl-eval up to
+  2025.8.6.2), the definition FunReason's published rows use;
 - Overall: (Non-Live AST + Live) / 2.
+Beside them, Live AST (`live_ast`): count-weighted over the four live AST categories only, BFCL v4's "Live Overall
+Acc" (bfcl-eval 2025.8.25 on, the V4 release, gorilla PR #1019: "Non-Live Acc and Live Acc score calculation now
+excludes the Irrelevance/Relevance category scores"), which the installed bfcl-eval computes. `LIVE_DEFINITIONS`
+names both; the paper table prints both, the published rows in the v3 column they match.
 An aggregate over only some of its categories (`--categories`, or a category left out) is marked partial.
 Every failed question keeps BFCL's error type; the category table counts them. Beside these: accuracy over all
 questions, the share of outputs cut at the token limit, and calls per question (the calls that decode, 0 when none
@@ -45,11 +50,20 @@ from agentic_verl.eval.bfcl_data import (
     resolve_categories,
 )
 from agentic_verl.eval.output import write_run
-from agentic_verl.eval.published import FUNREASON_BFCL
+from agentic_verl.eval.published import FUNREASON_BFCL, FUNREASON_BFCL_DEFINITION
 from agentic_verl.net import check_model_or_endpoint
 from agentic_verl.rewards.bfcl import DecodeError, ast_match, decode, language_of
 
 SIMPLE = ("simple_python", "simple_java", "simple_javascript")
+LIVE_AST = ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple")
+# Live under each BFCL release's definition: summary key -> (column label, which bfcl-eval releases, categories).
+# The change: gorilla CHANGELOG, BFCL V4 release (PR #1019, merged 2025-08-25, on PyPI from bfcl-eval 2025.8.25).
+LIVE_DEFINITIONS = {
+    "live": ("Live (BFCL v3)",
+             "BFCL v3, bfcl-eval <= 2025.8.6.2: live AST + live_irrelevance + live_relevance, count-weighted", LIVE),
+    "live_ast": ("Live AST (BFCL v4)",
+                 "BFCL v4, bfcl-eval >= 2025.8.25: the four live AST categories only, count-weighted", LIVE_AST),
+}
 NON_LIVE_GROUPS = (("simple", SIMPLE), ("multiple", ("multiple",)), ("parallel", ("parallel",)),
                    ("parallel_multiple", ("parallel_multiple",)))  # fmt: skip
 GENERATION_FAILED = "eval:generation_failed"
@@ -215,13 +229,17 @@ def _counts(records: list[dict]) -> dict:
 
 
 def aggregate(categories: dict[str, dict]) -> dict:
-    """FunReason's Non-Live AST, Live and Overall (fractions) from per-category {"n", "correct", "accuracy"};
-    each with the categories it used and `complete` (all of its categories evaluated); None when none was.
+    """FunReason's Non-Live AST, Live and Overall (fractions) from per-category {"n", "correct", "accuracy"}, and
+    Live AST (BFCL v4's Live, `LIVE_DEFINITIONS`); each with the categories it used and `complete` (all of its
+    categories evaluated); None when none was.
 
     >>> cats = {"simple_python": {"n": 4, "correct": 2, "accuracy": .5}, "multiple": {"n": 2, "correct": 2, "accuracy": 1.}}
     >>> result = aggregate(cats)
     >>> result["non_live"], result["non_live_complete"], result["live"], result["overall"]
     (0.75, False, None, None)
+    >>> live = {"live_simple": {"n": 3, "correct": 3}, "live_irrelevance": {"n": 1, "correct": 0}}
+    >>> aggregate(live)["live"], aggregate(live)["live_ast"]
+    (0.75, 1.0)
     """
     groups = []
     for _, members in NON_LIVE_GROUPS:
@@ -230,17 +248,17 @@ def aggregate(categories: dict[str, dict]) -> dict:
             groups.append(sum(scores) / len(scores))
     non_live = sum(groups) / len(groups) if groups else None
     non_live_used = [c for c in NON_LIVE_AST if c in categories]
-    live_used = [c for c in LIVE if c in categories]
-    n_live = sum(categories[c]["n"] for c in live_used)
-    live = sum(categories[c]["correct"] for c in live_used) / n_live if n_live else None
-    both = non_live is not None and live is not None
-    return {
-        "non_live": non_live, "non_live_complete": len(non_live_used) == len(NON_LIVE_AST),
-        "non_live_categories": non_live_used,
-        "live": live, "live_complete": len(live_used) == len(LIVE), "live_categories": live_used,
-        "overall": (non_live + live) / 2 if both else None,
-        "overall_complete": both and len(non_live_used) == len(NON_LIVE_AST) and len(live_used) == len(LIVE),
-    }
+    out = {"non_live": non_live, "non_live_complete": len(non_live_used) == len(NON_LIVE_AST),
+           "non_live_categories": non_live_used}
+    for key, (_, _, members) in LIVE_DEFINITIONS.items():
+        used = [c for c in members if c in categories]
+        n = sum(categories[c]["n"] for c in used)
+        out.update({key: sum(categories[c]["correct"] for c in used) / n if n else None,
+                    f"{key}_complete": len(used) == len(members), f"{key}_categories": used})
+    both = non_live is not None and out["live"] is not None
+    out["overall"] = (non_live + out["live"]) / 2 if both else None
+    out["overall_complete"] = both and out["non_live_complete"] and out["live_complete"]
+    return out
 
 
 def _label(result: dict) -> str:
@@ -252,15 +270,20 @@ def _pct(value: float | None) -> str:
 
 
 def format_paper_table(result: dict) -> str:
-    """Non-Live AST / Live / Overall: FunReason's published rows, then ours (partial aggregates marked *)."""
+    """Non-Live AST / Live (BFCL v3) / Overall / Live AST (BFCL v4): FunReason's published rows (published under the
+    v3 definition; nothing under v4), then ours (partial aggregates marked *), then what each Live means."""
     s = result["summary"]
-    lines = ["| model | Non-Live AST | Live | Overall |", "|---|---|---|---|"]
-    lines += [f"| {name} | {row[0]:.2f} | {row[1]:.2f} | {row[2]:.2f} |" for name, row in FUNREASON_BFCL.items()]
-    cells = [_pct(s[key]) + ("" if s[key] is None or s[f"{key}_complete"] else "*")
-             for key in ("non_live", "live", "overall")]
+    keys = ("non_live", "live", "overall", "live_ast")
+    lines = ["| model | Non-Live AST | " + LIVE_DEFINITIONS["live"][0] + " | Overall | " + LIVE_DEFINITIONS["live_ast"][0]
+             + " |", "|---|---|---|---|---|"]
+    lines += [f"| {name} | {row[0]:.2f} | {row[1]:.2f} | {row[2]:.2f} | - |" for name, row in FUNREASON_BFCL.items()]
+    cells = [_pct(s.get(key)) + ("" if s.get(key) is None or s[f"{key}_complete"] else "*") for key in keys]
     lines.append(f"| {_label(result)} (n={s['n']}) | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines += [f"{label}: {meaning}." for label, meaning, _ in LIVE_DEFINITIONS.values()]
+    lines.append(f"Published rows: {FUNREASON_BFCL_DEFINITION}; Overall = (Non-Live AST + Live (BFCL v3)) / 2.")
     if any(cell.endswith("*") for cell in cells):
-        lines.append("\n\\* over the evaluated categories only (not all of the aggregate's categories)")
+        lines.append("\\* over the evaluated categories only (not all of the aggregate's categories)")
     return "\n".join(lines)
 
 

@@ -1,6 +1,6 @@
 """Code retention on HumanEval: greedy pass@1, candidate programs run only in a resource-limited subprocess.
 
-    result = evaluate(HumanEvalSettings(model="checkpoints/.../huggingface", engine="vllm"))
+    result = evaluate(HumanEvalSettings(model="checkpoints/.../huggingface", engine="vllm", allow_code_execution=True))
     print(format_table(result))
 
 FunReason (arXiv 2505.20192) reports how much coding ability function-calling SFT keeps (HumanEval pass@1 of
@@ -17,8 +17,13 @@ Prompts (`prompt_style`):
   `if`/`print`/`#` line, as in the HumanEval paper.
 
 Scoring: program = solution + the problem's `test` + `check(entry_point)`, run by `sandbox.run_program` (fresh
-process, rlimits on CPU time and memory, wall-clock timeout, a fresh temporary folder as working directory; network
-access is NOT blocked: see sandbox.py). Greedy decoding, one sample per problem: pass@1 = the fraction that pass.
+process, rlimits on CPU time and memory, wall-clock timeout, a fresh temporary folder as working directory; as root,
+an unprivileged user; the network unshared where the kernel allows: see sandbox.py). Greedy decoding, one sample per
+problem: pass@1 = the fraction that pass.
+
+Running model-written code needs an explicit opt-in, as in OpenAI's harness: `allow_code_execution=True`
+(`--allow-code-execution`); without it `evaluate` refuses before it loads anything. The isolation the programs got
+(`sandbox.isolation().describe()`) goes to stderr, to `summary["isolation"]` and under the table.
 """
 
 from __future__ import annotations
@@ -27,13 +32,14 @@ import asyncio
 import gzip
 import json
 import re
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from agentic_verl.eval.output import write_run
-from agentic_verl.eval.sandbox import STATUSES, Limits, run_program
+from agentic_verl.eval.sandbox import STATUSES, Limits, isolation, run_program
 from agentic_verl.net import check_model_or_endpoint
 
 # HumanEval pass@1 of Qwen2.5-Coder-7B-Instruct, FunReason's code-retention table (docs/methods.md, FunReason section)
@@ -46,6 +52,10 @@ CHAT_TEMPLATE = ("Please provide a self-contained Python script that solves the 
                  "code block:\n```\n{prompt}\n```")
 _FENCE = re.compile(r"```[ \t]*(?:python|py|Python)?[ \t]*\n(.*?)(?:```|$)", re.DOTALL)
 _FIELDS = ("task_id", "prompt", "test", "entry_point")
+
+
+class CodeExecutionNotAllowed(ValueError):
+    """`evaluate` without `allow_code_execution`: nothing was loaded or run."""
 
 
 @dataclass
@@ -67,6 +77,7 @@ class HumanEvalSettings:
     memory_mb: int = 1024
     dtype: str = "auto"
     label: str = ""
+    allow_code_execution: bool = False  # the opt-in to run model-written code on this machine (module docstring)
 
     def __post_init__(self):
         check_model_or_endpoint(self.model, self.endpoint, self.model_name)
@@ -148,6 +159,9 @@ def evaluate(settings: HumanEvalSettings, engine=None) -> dict:
     """Generate one greedy solution per problem and run it; {"settings", "summary", "problems"}."""
     from agentic_verl.eval.qa_eval import _dtype, load_tokenizer
 
+    refuse_without_opt_in(settings)
+    plan = isolation()  # probed before any model loads: a sandbox that cannot run fails first
+    print(f"isolation: {plan.describe()}", file=sys.stderr)
     problems = load_problems(settings.problems, settings.limit)  # input errors before an engine starts
     tokenizer = load_tokenizer(settings.tokenizer or settings.model or settings.model_name)
     prompts = [_prompt_ids(tokenizer, p, settings.prompt_style) for p in problems]
@@ -174,10 +188,23 @@ def evaluate(settings: HumanEvalSettings, engine=None) -> dict:
     n = len(records)
     summary = {"n": n, "passed": statuses["passed"], "pass@1": statuses["passed"] / n if n else 0.0,
                "statuses": statuses, "generation_seconds": round(seconds, 1),
-               "execution_seconds": round(time.perf_counter() - started, 1)}
+               "execution_seconds": round(time.perf_counter() - started, 1), "isolation": plan.as_dict()}
     out = asdict(settings)
     out["model"] = settings.model or settings.model_name
     return {"settings": out, "summary": summary, "problems": records}
+
+
+def refuse_without_opt_in(settings: HumanEvalSettings) -> None:
+    """Raise CodeExecutionNotAllowed, saying what would run and how to allow it, unless the settings opt in."""
+    if settings.allow_code_execution:
+        return
+    raise CodeExecutionNotAllowed(
+        "eval humaneval runs the Python code the model writes: each generated solution together with the problem's "
+        f"tests, as a separate `{sys.executable} -I` process on this machine ({settings.workers} at a time, "
+        f"{settings.timeout_s:g} s wall clock, {settings.cpu_s} CPU s, {settings.memory_mb} MiB each; as root under an "
+        "unprivileged user, without network where the kernel allows). Untrusted models can write harmful code: "
+        "pass --allow-code-execution (HumanEvalSettings(allow_code_execution=True)) to allow it, ideally inside a "
+        "container or VM without network.")
 
 
 def _prompt_ids(tokenizer, problem: dict, style: str) -> list[int]:
@@ -219,7 +246,8 @@ def format_table(result: dict) -> str:
     lines += [f"| {name} | {value:.3f} | 164 |" for name, value in PUBLISHED_PASS_AT_1.items()]
     lines.append(f"| {label} | {s['pass@1']:.3f} | {s['n']} |")
     ended = ", ".join(f"{k} {v}" for k, v in s["statuses"].items() if v)
-    return "\n".join(lines) + f"\n\nPrograms: {ended}."
+    isolated = s.get("isolation", {}).get("text")
+    return "\n".join(lines) + f"\n\nPrograms: {ended}." + (f"\nIsolation: {isolated}." if isolated else "")
 
 
 def write_result(result: dict, out_dir: str | Path) -> Path:

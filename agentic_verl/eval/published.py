@@ -41,7 +41,11 @@ def canonical_dataset(name: str) -> str:
 
 
 # FunReason (arXiv 2505.20192), BFCL: Non-Live AST, Live, Overall = (Non-Live + Live) / 2, in percent; the rows
-# `agentic-verl eval bfcl` prints above ours (the method, its base model, and GPT-4o).
+# `agentic-verl eval bfcl` prints above ours (the method, its base model, and GPT-4o). Their Live is BFCL v3's (live
+# irrelevance and relevance included): the paper (May 2025) predates BFCL v4's change of Live (August 2025), and
+# docs/methods.md gives that definition; the paper itself names no bfcl-eval version.
+FUNREASON_BFCL_DEFINITION = ("the FunReason paper (May 2025, before BFCL v4) reports Live as BFCL v3 defines it: "
+                             "compare them with the Live (BFCL v3) column")
 FUNREASON_BFCL = {
     "GPT-4o-2024-11-20 (published)": (86.81, 78.85, 82.83),
     "Qwen2.5-Coder-7B-Instruct (published)": (84.08, 69.78, 76.93),

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Code retention (FunReason, arXiv 2505.20192): HumanEval pass@1 with greedy decoding, to check that function-calling
-# training kept the coder model's coding ability. Every candidate program runs in a fresh `python -I` subprocess
-# with rlimits on CPU seconds and memory, a wall-clock timeout and a fresh temporary working folder; network access is
-# NOT blocked: evaluate untrusted models inside a container without network.
+# training kept the coder model's coding ability. Running this recipe is the opt-in to run the model's code: it
+# passes --allow-code-execution. Every candidate program runs in a fresh `python -I` subprocess with rlimits on CPU
+# seconds and memory, a wall-clock timeout and a fresh temporary working folder; as root under the user nobody, and
+# without network where the kernel allows (else the network stays shared: the run prints `isolation: ...` and writes
+# it to result.json). Evaluate untrusted models inside a container or VM without network.
 #
 # Model:    MODEL_PATH=DIR (an HF folder, e.g. sft_srml.sh's .../global_step_N/huggingface; in-process vLLM, ENGINE=hf
 #           for transformers), or ENDPOINT=URL MODEL_NAME=NAME TOKENIZER=DIR (a model behind `vllm serve`).
@@ -28,5 +30,5 @@ OUT=${OUT:-outputs/eval/humaneval_$LABEL}
 
 eval_model_source
 
-"${AGENTIC_VERL:-agentic-verl}" eval humaneval "${SOURCE[@]}" ${PROBLEMS:+--problems "$PROBLEMS"} \
+"${AGENTIC_VERL:-agentic-verl}" eval humaneval --allow-code-execution "${SOURCE[@]}" ${PROBLEMS:+--problems "$PROBLEMS"} \
     ${LIMIT:+--limit "$LIMIT"} --workers "$WORKERS" --label "$LABEL" --out "$OUT" "$@"

@@ -12,6 +12,7 @@ import pytest
 from agentic_verl.cli import main as cli_main
 from agentic_verl.eval.bfcl_data import CATEGORIES, build_messages, load_questions, resolve_categories
 from agentic_verl.eval.bfcl_eval import (
+    LIVE_DEFINITIONS,
     BFCLEvalSettings,
     aggregate,
     evaluate,
@@ -54,6 +55,46 @@ def test_aggregates_match_hand_computed_numbers():
     # Overall: the mean of the two
     assert result["overall"] == pytest.approx(0.6675595, abs=1e-6)
     assert result["non_live_complete"] and result["live_complete"] and result["overall_complete"]
+    # Live AST (BFCL v4): the four live AST categories only, (7 + 30 + 1 + 2) / (10 + 40 + 2 + 4) = 40 / 56
+    assert result["live_ast"] == pytest.approx(0.7142857, abs=1e-6) and result["live_ast_complete"]
+    assert result["live_ast_categories"] == ["live_simple", "live_multiple", "live_parallel", "live_parallel_multiple"]
+
+
+def test_live_under_both_bfcl_definitions_in_the_table():
+    """A made-up run where the two definitions differ a lot (irrelevance strong, AST weak): both columns, each
+    named with its BFCL version; the published rows sit in the v3 column."""
+    categories = {"live_simple": _cat(20, 5), "live_multiple": _cat(20, 5), "live_irrelevance": _cat(50, 45),
+                  "live_relevance": _cat(10, 10)}
+    result = aggregate(categories)
+    assert result["live"] == pytest.approx(65 / 100) and not result["live_complete"]  # (5 + 5 + 45 + 10) / 100
+    assert result["live_ast"] == pytest.approx(10 / 40) and not result["live_ast_complete"]  # (5 + 5) / 40
+    table = format_paper_table({"settings": {"label": "mine", "model": "m"}, "summary": {"n": 100, **result}})
+    lines = table.splitlines()
+    assert lines[0] == "| model | Non-Live AST | Live (BFCL v3) | Overall | Live AST (BFCL v4) |"
+    assert "| Qwen2.5-Coder-7B FunReason (published) | 87.00 | 80.31 | 83.66 | - |" in lines
+    assert "| mine (n=100) | - | 65.00* | - | 25.00* |" in lines
+    assert any(line.startswith("Live (BFCL v3): BFCL v3, bfcl-eval <= 2025.8.6.2") for line in lines)
+    assert any(line.startswith("Live AST (BFCL v4): BFCL v4, bfcl-eval >= 2025.8.25") for line in lines)
+    assert any("Published rows" in line and "Live (BFCL v3)" in line for line in lines)
+
+
+def test_installed_bfcl_eval_computes_live_as_our_v4_definition():
+    """The installed bfcl-eval's own Live Overall (`overall_accuracy_live` in its eval_runner_helper.py, read as
+    source: importing it pulls every vendor SDK) weights exactly the categories of our `live_ast`."""
+    import ast
+    from importlib import resources
+
+    source = (resources.files("bfcl_eval") / "eval_checker" / "eval_runner_helper.py").read_text()
+    variables, live_args = {}, None
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Call):
+            call, name = node.value, node.targets[0].id
+            if getattr(call.func, "id", "") == "get_category_score":
+                variables[name] = call.args[1].value  # python_simple_ast_live = get_category_score(value, "live_simple")
+            elif name == "overall_accuracy_live":
+                live_args = [element.id for element in call.args[0].elts]
+    assert live_args is not None, "bfcl-eval no longer assigns overall_accuracy_live: check LIVE_DEFINITIONS"
+    assert [variables[name] for name in live_args] == list(LIVE_DEFINITIONS["live_ast"][2])
 
 
 def test_docstring_example_of_the_aggregates():
@@ -71,7 +112,7 @@ def test_partial_aggregates_are_marked():
     assert result["non_live"] == pytest.approx((0.25 + 1.0) / 2)
     assert not result["non_live_complete"] and result["live"] is None and result["overall"] is None
     table = format_paper_table({"settings": {"label": "mine", "model": "m"}, "summary": {"n": 6, **result}})
-    assert "| mine (n=6) | 62.50* | - | - |" in table and "87.00" in table  # FunReason's published row
+    assert "| mine (n=6) | 62.50* | - | - | - |" in table and "87.00" in table  # FunReason's published row
 
 
 def test_categories_resolve_groups_and_reject_unknown_names():
@@ -143,7 +184,7 @@ def test_gold_policy_scores_every_category_fully(smollm2_dir, smollm2_tokenizer,
     java = engine.prompts["simple_java_0"]
     assert "<|im_start|>system\nYou are an expert in composing functions." in java
     assert "Note that the provided function is in Java 8 SDK syntax." in java
-    assert "| gold (n=26) | 100.00 | 100.00 | 100.00 |" in format_paper_table(result)
+    assert "| gold (n=26) | 100.00 | 100.00 | 100.00 | 100.00 |" in format_paper_table(result)
     table = format_category_table(result)
     assert "| live_relevance | 2 | 100.00 | 0 | 1.00 | - |" in table and "| irrelevance | 2 | 100.00 | 0 | 0.00 | - |" in table
     # all questions: 26 right; calls as the gold outputs make them (parallel ones several, irrelevance none)
@@ -160,9 +201,9 @@ def test_eval_bfcl_end_to_end_with_smollm2_on_cpu(smollm2_dir, tmp_path, capsys)
                      "irrelevance", "--limit", "2", "--max-tokens", "4", "--out", str(out)])
     assert code == 0
     printed = capsys.readouterr().out
-    assert "Qwen2.5-Coder-7B FunReason (published) | 87.00 | 80.31 | 83.66" in printed
+    assert "Qwen2.5-Coder-7B FunReason (published) | 87.00 | 80.31 | 83.66 | - |" in printed
     result = json.loads((out / "result.json").read_text())
-    assert (out / "table.md").read_text().startswith("| model | Non-Live AST | Live | Overall |")
+    assert (out / "table.md").read_text().startswith("| model | Non-Live AST | Live (BFCL v3) | Overall | Live AST")
     assert [q["category"] for q in result["questions"]] == ["simple_python"] * 2 + ["irrelevance"] * 2
     for q in result["questions"]:
         assert 0 < q["output_tokens"] <= 4 and q["prompt_tokens"] > 300 and q["finish_reason"] in ("stop", "length")

