@@ -28,6 +28,13 @@ from dataclasses import dataclass
 logger = logging.getLogger(__name__)
 
 
+def check_limit(value, name: str, error: type[Exception] = ValueError) -> int:
+    """A fail-fast limit from a config: an int >= 0 (0 = never stop), else `error` naming the setting `name`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise error(f"{name} must be an integer >= 0 (0 = never stop), got {value!r}")
+    return value
+
+
 class FailFastError(RuntimeError):
     """Something failed too many times in a row: the run must stop (see `ConsecutiveFailures`)."""
 

@@ -38,6 +38,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from agentic_verl.fail_fast import check_limit as check_failure_limit
 from agentic_verl.registry import RegistryError
 from agentic_verl.rewards.failures import (
     DEFAULT_MAX_CONSECUTIVE_EXCEPTIONS,
@@ -107,9 +108,7 @@ def check_kwargs(fn: Callable, kwargs: Mapping, *, what: str) -> None:
 
 def check_limit(value, *, what: str) -> int:
     """``max_consecutive_exceptions`` as an int >= 0 (0 = never stop), or RewardConfigError."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise RewardConfigError(f"{what}: {LIMIT_OPTION} must be an integer >= 0 (0 = never stop), got {value!r}")
-    return value
+    return check_failure_limit(value, f"{what}: {LIMIT_OPTION}", RewardConfigError)
 
 
 def verl_compute_score(component: Callable[..., dict], *, what: str | None = None) -> Callable[..., dict]:

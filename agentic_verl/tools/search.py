@@ -39,7 +39,7 @@ from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 from verl.utils.rollout_trace import rollout_trace_op
 
-from agentic_verl.fail_fast import ConsecutiveFailures, SearchFailFastError
+from agentic_verl.fail_fast import ConsecutiveFailures, SearchFailFastError, check_limit
 from agentic_verl.retrieval.client import RetrievalClient, RetrievalError
 from agentic_verl.retrieval.formatting import escape_protocol_tags, format_passages
 from agentic_verl.retrieval.protocol import Passage
@@ -75,10 +75,7 @@ class SearchSettings:
         for key in ("topk", "max_queries", "max_query_chars", "max_concurrency"):
             if not isinstance(getattr(settings, key), int) or getattr(settings, key) < 1:
                 raise ValueError(f"search tool config {key} must be a positive integer, got {getattr(settings, key)!r}")
-        limit = settings.max_consecutive_search_failures
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise ValueError(f"search tool config max_consecutive_search_failures must be an integer >= 0 "
-                             f"(0 = never stop), got {limit!r}")
+        check_limit(settings.max_consecutive_search_failures, "search tool config max_consecutive_search_failures")
         return settings
 
 
