@@ -156,8 +156,8 @@ def test_reasoning_is_kept_as_generated(qwen_dir, qwen_tokenizer, env):
 
 
 def _verl_reward():
-    from verl.trainer.ppo.reward import get_custom_reward_fn
     from omegaconf import OmegaConf
+    from verl.trainer.ppo.reward import get_custom_reward_fn
 
     config = OmegaConf.create({"reward": {"custom_reward_function": {
         "path": str(REPO / "reward_fns/bfcl_multi_turn.py"), "name": "compute_score", "reward_kwargs": {}}}})
