@@ -9,7 +9,7 @@ The protocol is bfcl-eval's multi-turn inference in prompting mode (its base han
         step: the policy generates one assistant message (ended by EOS); its text after `</think>` is decoded with
               our BFCL decoder (never executed); a text that does not decode, or decodes to no call, ends the turn;
               otherwise the calls go to the session (`execute`), one tool message per output, and the policy
-              generates again
+              generates again (a call whose arguments cannot travel as JSON, e.g. bytes, counts as undecodable)
         more than `max_steps_per_turn` executed steps in one turn (BFCL's MAXIMUM_STEP_LIMIT, 20) force-quit the
         whole trajectory, as BFCL does (its runner then fails the entry)
 
@@ -70,7 +70,6 @@ logger = logging.getLogger(__name__)
 
 NAME = "bfcl_multi_turn"
 ENV_ERROR_PREFIX = "Error during execution"  # how BFCL's executor answers a call that failed
-TERMINATIONS = ("step_limit", "max_tokens", "response_budget")
 
 
 @dataclass
@@ -140,7 +139,7 @@ class _TurnStats:
     calls: int = 0
     decode_failures: int = 0
     env_errors: int = 0
-    end: str | None = None  # how the turn ended: "no_call", "parse_error", or one of TERMINATIONS
+    end: str | None = None  # "no_call", "parse_error", or the trajectory's termination
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -216,7 +215,8 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
 
         for turn_index in range(entry.num_turns):
             if turn_index > 0:
-                await self._append_context(traj, messages, turn_messages(entry, turn_index))
+                added = await self._append_context(traj, messages, turn_messages(entry, turn_index))
+                trace.turns[-1].observation_tokens += added  # the user turn follows the previous step
                 chat_turns += 1
             stats, executed = _TurnStats(), []
             turns.append(stats)

@@ -122,6 +122,8 @@ def test_two_turns_tokens_are_the_chat_template_of_bfcls_conversation(qwen_dir, 
     assert record["terminated"] is None and record["num_turns"] == 2 and record["env_url"] == ENV_URL
     metrics = out.extra_fields["agent_metrics"]
     assert metrics["num_turns"] == 5 and metrics["num_tool_calls"] == 4
+    assert (metrics["policy_tokens"], metrics["observation_tokens"]) == (out.response_mask.count(1),
+                                                                          out.response_mask.count(0))
     assert sum(v for k, v in metrics.items() if k.startswith("failure/")) == 0
     assert out.num_turns == 1 + 5 + 3 + 1  # user, 5 assistant messages, 3 tool groups, the second user turn
 
