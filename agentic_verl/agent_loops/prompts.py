@@ -111,8 +111,8 @@ def bfcl_multi_turn_messages(first_turn: list[dict], functions: Sequence[dict]) 
 
 
 def bfcl_added_functions_message(functions: Sequence[dict]) -> dict:
-    """The user message of a turn that adds withheld functions (BFCL's miss_func): their docs, and the request
-    to go on with them (the wording of BFCL's prompting handler)."""
+    """The user message of a turn that adds withheld functions (BFCL's miss_func): their docs as JSON (as in the
+    system prompt; BFCL's prompting handler prints the Python list), then BFCL's sentence asking to go on."""
     return {"role": "user", "content": BFCL_ADDED_FUNCTIONS_TEMPLATE.format(functions=_functions_json(functions))}
 
 
