@@ -29,6 +29,7 @@ COMPONENTS: tuple[Component, ...] = (
     Component("agent_loop", "function_call", "agentic_verl.agent_loops.function_call"),
     Component("agent_loop", "tool_agent_traced", "agentic_verl.agent_loops.tool_agent_traced"),
     Component("agent_loop", "gui_grounding", "agentic_verl.agent_loops.gui"),
+    Component("agent_loop", "bfcl_multi_turn", "agentic_verl.agent_loops.bfcl_multi_turn"),
 )
 
 # Filled by register_all(): module -> "ExceptionType: message" for components that failed to import.

@@ -163,6 +163,18 @@ class Trajectory:
         if self.logprobs is not None:
             self.logprobs += [0.0] * len(token_ids)
 
+    def drop_observation_tail(self, n: int) -> None:
+        """Remove the last `n` response tokens, which must be observation tokens (a chat template's boundary
+        handling may replace the end of the previous observation); policy tokens are never removed."""
+        if n <= 0:
+            return
+        if n > len(self.response_ids) or any(self.response_mask[-n:]):
+            raise ValueError(f"cannot drop the last {n} response tokens: they are not all observation tokens "
+                             "(policy tokens are kept exactly as generated)")
+        del self.response_ids[-n:], self.response_mask[-n:]
+        if self.logprobs is not None:
+            del self.logprobs[-n:]
+
     def output_fields(self) -> dict[str, Any]:
         """prompt/response ids, mask and logprobs for AgentLoopOutput, cut to `response_length`."""
         n = self.response_length

@@ -60,7 +60,7 @@ def rag_r1_messages(question: str, mode: str = "mq", max_queries: int = 3) -> li
     return [{"role": "user", "content": rag_r1_prompt(question, mode, max_queries)}]
 
 
-BFCL_SYSTEM_TEMPLATE = (
+_BFCL_INSTRUCTIONS = (
     "You are an expert in composing functions. You are given a question and a set of possible functions. "
     "Based on the question, you will need to make one or more function/tool calls to achieve the purpose. "
     "If none of the functions can be used, point it out. If the given question lacks the parameters required by "
@@ -68,20 +68,56 @@ BFCL_SYSTEM_TEMPLATE = (
     "First reason step by step inside <think> and </think>. Then, if you decide to invoke any of the function(s), "
     "write the calls in the format [func_name1(params_name1=params_value1, params_name2=params_value2...), "
     "func_name2(params)] and nothing else after the reasoning.\n\n"
-    "Here is a list of functions in JSON format that you can invoke.\n{functions}\n"
 )
+_BFCL_FUNCTION_LIST = "Here is a list of functions in JSON format that you can invoke.\n{functions}\n"
+BFCL_SYSTEM_TEMPLATE = _BFCL_INSTRUCTIONS + _BFCL_FUNCTION_LIST
+# BFCL's multi-turn protocol, said to the model (BFCL's prompting system prompt says the same): a turn goes on while
+# the model calls functions, and an answer without a call ends it.
+BFCL_MULTI_TURN_BEHAVIOR = (
+    "The conversation has several turns. In each turn, do your best to complete the user's request within that "
+    "turn: keep calling functions, reading their results, until the request is fulfilled as well as you can. "
+    "When you need no more function calls, answer without one; that ends the turn, and the next request follows.\n\n"
+)
+BFCL_MULTI_TURN_SYSTEM_TEMPLATE = _BFCL_INSTRUCTIONS + BFCL_MULTI_TURN_BEHAVIOR + _BFCL_FUNCTION_LIST
+BFCL_ADDED_FUNCTIONS_TEMPLATE = "{functions}\nI have updated some more functions you can choose from. What about now?"
 
 
 def bfcl_system_prompt(functions: Sequence[dict]) -> str:
     """BFCL-style prompting system prompt with the function list as JSON, plus FunReason's
     `<think>...</think>` then `[calls]` target format."""
-    return BFCL_SYSTEM_TEMPLATE.format(functions=json.dumps(list(functions), indent=4, ensure_ascii=False))
+    return BFCL_SYSTEM_TEMPLATE.format(functions=_functions_json(functions))
 
 
 def bfcl_messages(question: str | list[dict], functions: Sequence[dict]) -> list[dict]:
     """System prompt with the functions + the user question (a string, or BFCL's list of user turns)."""
     turns = [{"role": "user", "content": question}] if isinstance(question, str) else list(question)
     return [{"role": "system", "content": bfcl_system_prompt(functions)}, *turns]
+
+
+def bfcl_multi_turn_system_prompt(functions: Sequence[dict]) -> str:
+    """The system prompt of BFCL's multi-turn protocol: `bfcl_system_prompt` + how turns end."""
+    return BFCL_MULTI_TURN_SYSTEM_TEMPLATE.format(functions=_functions_json(functions))
+
+
+def bfcl_multi_turn_messages(first_turn: list[dict], functions: Sequence[dict]) -> list[dict]:
+    """The `prompt` of a `bfcl_multi_turn` row: the system prompt with the functions available at turn 0 (the
+    withheld ones left out), then turn 0's messages. A system message of the turn itself is kept after ours, in
+    the same system message, as BFCL's prompting handlers do."""
+    turn = [dict(m) for m in first_turn]
+    system = bfcl_multi_turn_system_prompt(functions)
+    if turn and turn[0].get("role") == "system":
+        return [{"role": "system", "content": system + "\n\n" + str(turn[0]["content"])}, *turn[1:]]
+    return [{"role": "system", "content": system}, *turn]
+
+
+def bfcl_added_functions_message(functions: Sequence[dict]) -> dict:
+    """The user message of a turn that adds withheld functions (BFCL's miss_func): their docs as JSON (as in the
+    system prompt; BFCL's prompting handler prints the Python list), then BFCL's sentence asking to go on."""
+    return {"role": "user", "content": BFCL_ADDED_FUNCTIONS_TEMPLATE.format(functions=_functions_json(functions))}
+
+
+def _functions_json(functions: Sequence[dict]) -> str:
+    return json.dumps(list(functions), indent=4, ensure_ascii=False)
 
 
 def funreason_target(reasoning: str, calls: str) -> str:

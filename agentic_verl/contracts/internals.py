@@ -19,8 +19,9 @@ _DOCTOR = "agentic_verl/commands/doctor.py"
 _WORKAROUNDS = "agentic_verl/cpu/_verl_workarounds.py"
 _VLLM_PLUGIN = "agentic_verl/cpu/vllm_plugin.py"
 _ENGINE = "agentic_verl/generation/vllm_engine.py"
+_MULTI_TURN = "agentic_verl/agent_loops/bfcl_multi_turn.py"
 _LOOPS = ("agentic_verl/agent_loops/rag_r1.py", "agentic_verl/agent_loops/function_call.py",
-          "agentic_verl/agent_loops/gui.py")
+          "agentic_verl/agent_loops/gui.py", _MULTI_TURN)
 _FSDP = "verl.workers.engine.fsdp.transformer_impl"
 _TOOL_LOOP = "verl.experimental.agent_loop.tool_agent_loop"
 
@@ -110,6 +111,28 @@ VERL_AGENT_LOOPS = (
     Contract("verl.experimental.agent_loop.agent_loop:AgentLoopBase.ct_build_initial_tokens",
              params=("messages", "images", "mm_inputs_out"), relies_on="the prompt's token ids, built as verl does",
              why="our loops' prompts match verl's tokenization", used_by=_LOOPS),
+    Contract("verl.experimental.agent_loop.agent_loop:AgentLoopBase", kind="class", public=True,
+             relies_on="__init__ sets self.continuous_token_builder (the model family's Continuous Token builder) "
+                       "and self.loop (the running event loop)",
+             why="bfcl_multi_turn appends tool outputs and user turns through the builder, as verl's ToolAgentLoop "
+                 "does, and checks the prompt length itself instead of ct_build_initial_tokens' silent left cut",
+             used_by=(_MULTI_TURN,),
+             source_has=("self.continuous_token_builder = create_continuous_token_builder(",
+                         "self.loop = get_event_loop()")),
+    Contract("verl.utils.tokenizer.continuous_token:ContinuousTokenBuilder.build_initial_tokens",
+             params=("messages", "tools"), relies_on="the prompt's token ids with the generation prompt",
+             why="bfcl_multi_turn builds its prompt (and refuses one over rollout.prompt_length)",
+             used_by=(_MULTI_TURN,)),
+    Contract("verl.utils.tokenizer.continuous_token:ContinuousTokenBuilder.merge_context_tokens",
+             params=("previous_messages", "updated_messages", "runtime_token_ids"),
+             relies_on="returns a MergeResult: the runtime ids (minus removed_prefix_token_count trailing ones) + the "
+                       "appended messages' tokens with the generation prompt",
+             why="bfcl_multi_turn's observation tokens (tool outputs, later user turns)", used_by=(_MULTI_TURN,)),
+    Contract("verl.utils.tokenizer.continuous_token:MergeResult", kind="class",
+             params=("token_ids", "removed_prefix_token_count"),
+             relies_on="token_ids: the merged stream; removed_prefix_token_count: trailing runtime tokens it dropped",
+             why="bfcl_multi_turn masks what the merge added and refuses to drop policy tokens",
+             used_by=(_MULTI_TURN,)),
     Contract("verl.experimental.agent_loop.agent_loop:DictConfigWrap", kind="class", params=("config",),
              relies_on="wraps the trainer/data config handed to a loop", why="make_agent_loop builds loops",
              used_by=(_IN_PROCESS,)),
@@ -176,10 +199,12 @@ VERL_TOOL_AGENT_LOOP = (
 
 VERL_REWARDS_AND_METRICS = (
     Contract("verl.experimental.reward_loop.reward_manager.naive:NaiveRewardManager.run_single", params=("data",),
-             relies_on="reads non_tensor_batch['tool_extra_fields']; returns {'reward_score', 'reward_extra_info'}",
-             why="agentic_trace copies the loop's metrics into reward_extra_info, the only per-sample log verl has",
-             used_by=("agentic_verl/agent_loops/trace_reward.py",),
-             source_has=('"tool_extra_fields"', '{"reward_score": reward, "reward_extra_info": reward_extra_info}')),
+             relies_on="reads non_tensor_batch['tool_extra_fields'] and merges it into the reward's extra_info; "
+                       "returns {'reward_score', 'reward_extra_info'}",
+             why="agentic_trace copies the loop's metrics into reward_extra_info, the only per-sample log verl has; "
+                 "the bfcl_multi_turn reward reads the loop's model_calls from extra_info",
+             used_by=("agentic_verl/agent_loops/trace_reward.py", "agentic_verl/rewards/bfcl/multi_turn.py"),
+             source_has=('"tool_extra_fields"', "extra_info.update(tool_extra_fields.items())", '{"reward_score": reward, "reward_extra_info": reward_extra_info}')),
     Contract("verl.trainer.ppo.v1.replay_buffer:ReplayBuffer", kind="class", public=True,
              params=("trainer_mode",), relies_on="sample(global_steps, partition_id, batch_size) -> (batch, metrics); "
                                                  "its metrics are logged every training step",

@@ -1,7 +1,7 @@
 """Reward functions: pure, never raising on model output, no verl import.
 
 Importing this package registers every reward component in REWARDS (qa_em, qa_f1, qa_cover_em, format,
-gui_click_in_box, gui_gaussian_point, gui_gaussian_coverage, bfcl_ast, fc_format).
+gui_click_in_box, gui_gaussian_point, gui_gaussian_coverage, bfcl_ast, bfcl_multi_turn, fc_format).
 """
 
 from agentic_verl.rewards.registry import REWARDS  # noqa: I001  (the registry first, then the modules that fill it)

@@ -18,6 +18,7 @@ import pytest
         "agentic_verl.rewards.bfcl.match",
         "agentic_verl.rewards.bfcl.render",
         "agentic_verl.rewards.bfcl.reward",
+        "agentic_verl.rewards.bfcl.multi_turn_entry",
     ],
 )
 def test_docstring_examples(module):

@@ -1,0 +1,306 @@
+"""`bfcl_multi_turn`: BFCL's multi-turn function-calling protocol as a verl agent loop, against the BFCL
+environment server (`agentic-verl serve bfcl-env`, bfcl-eval's own API simulators behind `BfclEnvClient`).
+
+The protocol is bfcl-eval's multi-turn inference in prompting mode (its base handler), token in, token out:
+
+    for each user turn k of extra_info.question:
+        turn k > 0: its user message(s) are appended (a turn that adds withheld functions, BFCL's miss_func, has
+        none: its message is the added docs, `prompts.bfcl_added_functions_message`)
+        step: the policy generates one assistant message (ended by EOS); its text after `</think>` is decoded with
+              our BFCL decoder (never executed); a text that does not decode, or decodes to no call, ends the turn;
+              otherwise the calls go to the session (`execute`), one tool message per output, and the policy
+              generates again (a call whose arguments cannot travel as JSON, e.g. bytes, counts as undecodable)
+        more than `max_steps_per_turn` executed steps in one turn (BFCL's MAXIMUM_STEP_LIMIT, 20) force-quit the
+        whole trajectory, as BFCL does (its runner then fails the entry)
+
+    prompt (system + turn 0) | step | tool outputs | step | user turn 1 | step | ...
+    response_mask            |  1   |      0       |  1   |      0      |  1   |
+
+- The row's `prompt` is the system prompt with the functions available at turn 0 plus turn 0's messages
+  (`prompts.bfcl_multi_turn_messages`); a withheld function's doc (`"name": "<name>"`) in it is an error.
+- Policy tokens are kept exactly as the server returned them, with their logprobs. Tool outputs and later user
+  turns are tokenised by verl's Continuous Token builder (the chat template's own rendering of `tool` / `user`
+  messages, with the model family's boundary handling, e.g. Qwen's `\\n` after `<|im_end|>`): mask 0, logprob 0.0.
+  A builder that would remove policy tokens at a boundary is refused.
+- Stop: EOS only (no stop strings). A step that ends without EOS (its `max_tokens_per_step`, or the response
+  budget, ran out) ends the trajectory: the conversation cannot go on from half a message.
+- Budget: `rollout.response_length` tokens in all (policy + observations); once used up the trajectory ends.
+- The environment session is created from the entry (`initial_config`, `involved_classes`, `long_context`) before
+  the first generation and closed on every path (errors and cancellation included). A failing environment
+  (`BfclEnvError`: server down, unknown session, ...) fails the trajectory: it is no model behaviour to learn from.
+
+Output `extra_fields["bfcl_multi_turn"]` (verl's reward manager merges extra_fields into the reward's extra_info):
+`model_calls[turn][step]` = the decoded calls of every executed step (`{"name", "arguments"}` dicts, what the
+environment ran; steps that ended a turn are not in it, as in BFCL's evaluation), `turns` (per turn: `steps`
+generated, `calls`, `decode_failures`, `env_errors`, `end`), `terminated` (None, "step_limit", "max_tokens",
+"response_budget"), `num_turns` of the entry, and the environment's `env_url` / `env_api_key_env` /
+`env_timeout_s`, so the `bfcl_multi_turn` reward checks on the same server. Failures (trace.py taxonomy):
+parse_error (an attempted call that does not decode), unknown_tool / tool_error (the environment answered an
+error), truncated_by_length; a plain answer that ends a turn is the protocol, not a failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any
+from uuid import uuid4
+
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
+
+from agentic_verl.agent_loops._common import (
+    Trajectory,
+    eos_token_ids,
+    merge_server_extra_fields,
+    pop_config_kwargs,
+    resolve_config,
+    server_logprobs,
+)
+from agentic_verl.agent_loops.function_call import classify
+from agentic_verl.agent_loops.prompts import bfcl_added_functions_message
+from agentic_verl.agent_loops.trace import TrajectoryTrace
+from agentic_verl.rewards.bfcl import multi_turn as bfcl_mt_reward
+from agentic_verl.rewards.bfcl.multi_turn_entry import BfclEntry, parse_entry
+
+logger = logging.getLogger(__name__)
+
+NAME = "bfcl_multi_turn"
+ENV_ERROR_PREFIX = "Error during execution"  # how BFCL's executor answers a call that failed
+
+
+@dataclass
+class BfclMultiTurnConfig:
+    env_url: str = ""  # the BFCL environment server (`agentic-verl serve bfcl-env`); required
+    env_api_key_env: str | None = None  # the variable holding the server's token, for a server beyond loopback
+    env_timeout_s: float = 30.0
+    max_steps_per_turn: int = 20  # BFCL's MAXIMUM_STEP_LIMIT: more executed steps in a turn force-quit
+    max_tokens_per_step: int = 1024  # one assistant message; also bounded by what is left of response_length
+
+    def __post_init__(self):
+        if not self.env_url:
+            raise ValueError("bfcl_multi_turn needs env_url, the BFCL environment server (`agentic-verl serve "
+                             "bfcl-env`): +actor_rollout_ref.rollout.custom.bfcl_multi_turn.env_url=http://127.0.0.1:PORT")
+        if int(self.max_steps_per_turn) < 1 or int(self.max_tokens_per_step) < 1:
+            raise ValueError(f"bfcl_multi_turn max_steps_per_turn and max_tokens_per_step must be >= 1, got "
+                             f"{self.max_steps_per_turn}, {self.max_tokens_per_step}")
+        if not float(self.env_timeout_s) > 0:
+            raise ValueError(f"bfcl_multi_turn env_timeout_s must be > 0, got {self.env_timeout_s}")
+
+
+# -- the environment client -----------------------------------------------------------------------
+_CLIENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # event loop -> {settings: client}
+
+
+def env_client(cfg: BfclMultiTurnConfig):
+    """One client per server setting and event loop, shared by the trajectories of a worker (verl makes a loop
+    object per sample, all on the worker's event loop)."""
+    clients = _CLIENTS.setdefault(asyncio.get_running_loop(), {})
+    key = (cfg.env_url, cfg.env_api_key_env, float(cfg.env_timeout_s))
+    if key not in clients:
+        clients[key] = bfcl_mt_reward.new_env_client(*key)
+    return clients[key]
+
+
+# -- pieces of the protocol -----------------------------------------------------------------------
+def executable_calls(decoded: list[dict]) -> list[dict] | None:
+    """Our decoder's `[{name: {arg: value}}]` as the environment's `[{"name", "arguments"}]`; None when an argument
+    value cannot travel as JSON (bytes, complex numbers: decodable Python literals no simulator takes)."""
+    calls = [{"name": name, "arguments": arguments} for call in decoded for name, arguments in call.items()]
+    try:
+        json.dumps(calls)
+    except (TypeError, ValueError):
+        return None
+    return calls
+
+
+def check_withheld_docs_absent(messages: list[dict], entry: BfclEntry) -> None:
+    """A withheld function's doc in the prompt would give the model what BFCL's miss_func hides from it."""
+    text = "\n".join(str(m.get("content", "")) for m in messages)
+    leaked = sorted(name for name in entry.withheld_names() if json.dumps({"name": name})[1:-1] in text)
+    if leaked:
+        raise ValueError(f"{entry.id}: the row's prompt documents {leaked}, which extra_info.missed_function withholds "
+                         f"until a later turn; build the prompt with prompts.bfcl_multi_turn_messages(question[0], "
+                         f"entry.functions_at_start())")
+
+
+def turn_messages(entry: BfclEntry, turn: int) -> list[dict]:
+    """The messages that open turn `turn` > 0: its user message(s), or the docs it adds."""
+    added = entry.added_functions(turn)
+    return [bfcl_added_functions_message(added)] if added else [dict(m) for m in entry.question[turn]]
+
+
+@dataclass
+class _TurnStats:
+    steps: int = 0
+    calls: int = 0
+    decode_failures: int = 0
+    env_errors: int = 0
+    end: str | None = None  # "no_call", "parse_error", or the trajectory's termination
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@register(NAME)
+class BfclMultiTurnAgentLoop(AgentLoopBase):
+    def __init__(self, *args, **kwargs):
+        self._loop_kwargs = pop_config_kwargs(BfclMultiTurnConfig, kwargs)
+        self.agent_name = str(kwargs.pop("name", NAME))
+        kwargs.pop("tools", None)  # the functions are in the prompt; the environment server executes them
+        super().__init__(*args, **kwargs)
+        self.response_length = int(self.rollout_config.response_length)
+        self.prompt_length = int(self.rollout_config.prompt_length)
+        self._eos_ids = eos_token_ids(self.tokenizer)
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs) -> AgentLoopOutput:
+        extra_info = kwargs.get("extra_info") or {}
+        cfg = resolve_config(BfclMultiTurnConfig, NAME, self.rollout_config, self._loop_kwargs, extra_info)
+        entry = parse_entry(extra_info)
+        messages = [dict(m) for m in kwargs["raw_prompt"]]
+        check_withheld_docs_absent(messages, entry)
+        prompt_ids = await self.loop.run_in_executor(
+            None, lambda: self.continuous_token_builder.build_initial_tokens(messages))
+        if len(prompt_ids) > self.prompt_length:  # verl would cut the system prompt's function docs off
+            raise ValueError(f"{entry.id}: the prompt has {len(prompt_ids)} tokens, more than rollout.prompt_length="
+                             f"{self.prompt_length}; raise data.max_prompt_length")
+
+        client = env_client(cfg)
+        session_id = await client.create_session(initial_config=entry.initial_config,
+                                                 involved_classes=entry.involved_classes,
+                                                 long_context=entry.long_context)
+        try:
+            output = await self._run_session(client, session_id, cfg, entry, messages, prompt_ids, sampling_params)
+        except BaseException:  # errors and cancellation: close, and let the original exception through
+            try:
+                await asyncio.shield(client.close(session_id))
+            except BaseException as exc:
+                logger.warning("bfcl_multi_turn: closing session %s of %s failed: %r", session_id, entry.id, exc)
+            raise
+        await client.close(session_id)
+        return output
+
+    # -- tokens ---------------------------------------------------------------------------------------
+    async def _append_context(self, traj: Trajectory, messages: list[dict], new: list[dict]) -> int:
+        """Append `new` messages (tool outputs, a user turn) as observation tokens; returns how many were added."""
+        previous = list(messages)
+        messages.extend(new)
+        runtime = traj.prompt_ids + traj.response_ids
+        merge = await self.loop.run_in_executor(
+            None, lambda: self.continuous_token_builder.merge_context_tokens(previous, messages, runtime))
+        keep = len(runtime) - merge.removed_prefix_token_count
+        if merge.token_ids[:keep] != runtime[:keep]:
+            raise ValueError("the chat template's boundary handling changed earlier tokens of the trajectory")
+        traj.drop_observation_tail(merge.removed_prefix_token_count)
+        added = merge.token_ids[keep:]
+        traj.add_observation(added)
+        return len(added)
+
+    # -- the protocol ---------------------------------------------------------------------------------
+    async def _run_session(self, client, session_id: str, cfg: BfclMultiTurnConfig, entry: BfclEntry,
+                           messages: list[dict], prompt_ids: list[int], sampling_params: dict) -> AgentLoopOutput:
+        request_id = uuid4().hex
+        trace = TrajectoryTrace(request_id, agent_name=self.agent_name)
+        traj = Trajectory(prompt_ids, self.response_length)
+        known_names = {doc["name"] for doc in entry.function}
+        server_fields: dict[str, Any] = {}
+        timing = {"generate_sequences": 0.0, "tool_calls": 0.0}
+        model_calls: list[list[list[dict]]] = []
+        turns: list[_TurnStats] = []
+        terminated: str | None = None
+        chat_turns = 1  # verl's num_turns: the first user message, then every assistant, tool group and user turn
+
+        for turn_index in range(entry.num_turns):
+            if turn_index > 0:
+                added = await self._append_context(traj, messages, turn_messages(entry, turn_index))
+                trace.turns[-1].observation_tokens += added  # the user turn follows the previous step
+                chat_turns += 1
+            stats, executed = _TurnStats(), []
+            turns.append(stats)
+            model_calls.append(executed)
+            while terminated is None and stats.end is None:
+                max_tokens = min(int(cfg.max_tokens_per_step), traj.remaining)
+                if max_tokens <= 0:
+                    terminated = "response_budget"
+                    break
+                started = time.perf_counter()
+                output = await self.server_manager.generate(
+                    request_id=request_id, prompt_ids=traj.prompt_ids + traj.response_ids,
+                    sampling_params={**sampling_params, "max_tokens": max_tokens})
+                latency = time.perf_counter() - started
+                timing["generate_sequences"] += latency
+                merge_server_extra_fields(server_fields, output)
+                generated = list(output.token_ids)
+                traj.add_policy(generated, server_logprobs(output))
+                step = trace.add_turn(len(generated), 0, latency, stop_reason=output.stop_reason)
+                text = self.tokenizer.decode(generated, skip_special_tokens=True)
+                messages.append({"role": "assistant", "content": text})
+                stats.steps += 1
+                chat_turns += 1
+                if not generated or generated[-1] not in self._eos_ids:
+                    terminated = "response_budget" if traj.remaining <= 0 else "max_tokens"
+                    trace.record_failure("truncated_by_length")
+                    break
+
+                decoded, failure = classify(text, False)
+                calls = executable_calls(decoded) if decoded else None
+                if calls is None:  # the turn ends: an answer, an empty call list, or an attempt that does not decode
+                    failure = failure or "parse_error"
+                    if failure == "parse_error":
+                        stats.decode_failures += 1
+                        trace.record_failure("parse_error")
+                    stats.end = failure
+                    break
+
+                started = time.perf_counter()
+                outputs = await client.execute(session_id, calls)
+                tool_latency = time.perf_counter() - started
+                timing["tool_calls"] += tool_latency
+                if not isinstance(outputs, list) or len(outputs) != len(calls):
+                    raise ValueError(f"{entry.id}: the environment answered {len(calls)} calls with {outputs!r}")
+                executed.append(calls)
+                stats.calls += len(calls)
+                for call, result in zip(calls, outputs, strict=True):
+                    error = str(result).startswith(ENV_ERROR_PREFIX)
+                    stats.env_errors += error
+                    failure = None if not error else "tool_error" if call["name"] in known_names else "unknown_tool"
+                    trace.add_tool_call(call["name"], call["arguments"], str(result), tool_latency / len(calls),
+                                        failure=failure)
+                tool_messages = [{"role": "tool", "name": call["name"], "content": str(result)}
+                                 for call, result in zip(calls, outputs, strict=True)]
+                step.observation_tokens = await self._append_context(traj, messages, tool_messages)
+                chat_turns += 1
+                if len(executed) > cfg.max_steps_per_turn:
+                    terminated = "step_limit"
+                elif traj.remaining <= 0:
+                    terminated = "response_budget"
+            if terminated:
+                stats.end = terminated
+                if terminated == "response_budget" and not trace.failures["truncated_by_length"]:
+                    trace.record_failure("truncated_by_length")
+                break
+
+        result = AgentLoopOutput(
+            **traj.output_fields(),
+            num_turns=chat_turns,
+            metrics=timing,
+            extra_fields={
+                **server_fields,
+                "turn_scores": [],
+                "tool_rewards": [],
+                NAME: {
+                    "id": entry.id,
+                    "model_calls": model_calls,
+                    "turns": [stats.as_dict() for stats in turns],
+                    "terminated": terminated,
+                    "num_turns": entry.num_turns,
+                    "env_url": cfg.env_url,
+                    "env_api_key_env": cfg.env_api_key_env,
+                    "env_timeout_s": float(cfg.env_timeout_s),
+                },
+            },
+        )
+        return trace.finalize(result, tokenizer=self.tokenizer, global_step=server_fields.get("global_steps"))
