@@ -134,10 +134,11 @@ def check(entry: dict, model_strings: list, gt_strings: list) -> dict:
     if (first_failed is None) != valid or (first_failed is not None and per_turn[first_failed][1] != official_type):
         raise RuntimeError(f"per-turn verdicts {per_turn} disagree with bfcl-eval's checker ({official_type}) on "
                            f"{entry['id']}")
+    details = {**(official.get("details") or {}),  # bfcl-eval's report (differences, states, outputs), one level
+               **{k: v for k, v in official.items() if k not in ("valid", "error_type", "error_message", "details")}}
     return {"valid": valid, "error_type": official_type, "error_message": official.get("error_message"),
             "per_turn": [ok for ok, _ in per_turn], "per_turn_error_types": [error for _, error in per_turn],
-            "details": to_jsonable({k: v for k, v in official.items() if k not in ("valid", "error_type",
-                                                                                  "error_message")})}
+            "details": to_jsonable(details)}
 
 
 def _per_turn_verdicts(model_strings: list, gt_strings: list, entry: dict, model_name: str) -> list:
