@@ -12,6 +12,9 @@ def bfcl_env(tmp_path_factory):
     if not available():
         pytest.skip("no .venv-bfcl (run `make bfcl-venv`)")
     from agentic_verl.bfcl_env.process import BfclEnvProcess
+    from agentic_verl.bfcl_env.venv import ensure_venv
+
+    ensure_venv()  # a venv made for an older package list (before mpmath) gets what it lacks, as `make bfcl-venv`
 
     log = tmp_path_factory.mktemp("bfcl_env") / "server.log"
     with BfclEnvProcess(log_path=log) as server:
