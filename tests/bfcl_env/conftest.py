@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from agentic_verl.bfcl_env.venv import available
+from agentic_verl.bfcl_env.venv import available, ensure_venv
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _current_venv():
+    """A venv made for an older package list (before mpmath) gets what it lacks, as `make bfcl-venv` would."""
+    if available():
+        ensure_venv()
 
 
 @pytest.fixture(scope="session")
@@ -12,9 +19,6 @@ def bfcl_env(tmp_path_factory):
     if not available():
         pytest.skip("no .venv-bfcl (run `make bfcl-venv`)")
     from agentic_verl.bfcl_env.process import BfclEnvProcess
-    from agentic_verl.bfcl_env.venv import ensure_venv
-
-    ensure_venv()  # a venv made for an older package list (before mpmath) gets what it lacks, as `make bfcl-venv`
 
     log = tmp_path_factory.mktemp("bfcl_env") / "server.log"
     with BfclEnvProcess(log_path=log) as server:

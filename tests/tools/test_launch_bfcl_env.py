@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agentic_verl.bfcl_env.venv import available
+from agentic_verl.bfcl_env.venv import available, ensure_venv
 from agentic_verl.net import free_port
 
 SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "launch_bfcl_env.sh"
@@ -22,6 +22,7 @@ CLI = Path(sys.executable).parent / "agentic-verl"
 @pytest.mark.skipif(not available(), reason="no .venv-bfcl (run `make bfcl-venv`)")
 @pytest.mark.skipif(not CLI.exists(), reason="the agentic-verl entry point is not installed next to this python")
 def test_launcher_serves_around_a_command_and_cleans_up(tmp_path):
+    ensure_venv()  # a venv made for an older package list gets what it lacks (`make bfcl-venv`)
     port = free_port()
     probe = ("import asyncio, os; from agentic_verl.bfcl_env import BfclEnvClient\n"
              "async def main():\n"
