@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import asyncio
 
-from _bfcl_env_testlib import load_entries, one_step_per_turn, parameter_order, requires_venv
+from _bfcl_env_testlib import load_entries, one_step_per_turn, requires_venv
 
 from agentic_verl.bfcl_env.client import BfclEnvClient
 
 pytestmark = requires_venv
-
-ORDER = parameter_order()
 
 
 def _call(name: str, **arguments) -> dict:
@@ -101,8 +99,8 @@ async def test_32_concurrent_sessions_none_lost(bfcl_env):
 
 async def test_concurrent_checks_of_one_question_do_not_see_each_other(bfcl_env):
     entry = load_entries("base", 1)[0]
-    gold = one_step_per_turn(entry["ground_truth"], ORDER)
-    wrong = one_step_per_turn(entry["ground_truth"], ORDER)
+    gold = one_step_per_turn(entry["ground_truth"])
+    wrong = one_step_per_turn(entry["ground_truth"])
     wrong[0][0][1]["arguments"]["dir_name"] = "elsewhere"
     client = BfclEnvClient(bfcl_env.url)
     verdicts = await asyncio.gather(*(client.check(entry=entry, model_calls=gold if i % 2 else wrong)

@@ -9,13 +9,11 @@ import json
 from urllib.parse import urlsplit
 
 import pytest
-from _bfcl_env_testlib import as_calls, load_entries, official, parameter_order, post, raw, requires_venv
+from _bfcl_env_testlib import as_calls, load_entries, official, post, raw, requires_venv
 
 from agentic_verl.bfcl_env.client import BfclEnvClient, BfclEnvError
 
 pytestmark = requires_venv
-
-ORDER = parameter_order()
 
 
 def _official_steps(entry: dict, steps: list[list[str]]) -> list[list[str]]:
@@ -38,7 +36,7 @@ async def test_a_session_runs_a_bfcl_question_s_ground_truth_with_bfcl_s_outputs
     assert sorted(_document(initial)) == ["final_report.pdf", "previous_report.pdf"]
     assert initial["TwitterAPI"]["tweets"] == entry["initial_config"]["TwitterAPI"]["tweets"]
 
-    ours = [await client.execute(sid, as_calls(turn, ORDER)) for turn in entry["ground_truth"]]
+    ours = [await client.execute(sid, as_calls(turn)) for turn in entry["ground_truth"]]
     assert ours == _official_steps(entry, entry["ground_truth"])  # the very strings the model would be shown
     assert ours[0] == ['{"current_working_directory": "document"}', "None",  # cd, mkdir, mv
                        json.dumps({"result": "'final_report.pdf' moved to 'temp/final_report.pdf'"})]
@@ -66,7 +64,7 @@ async def test_unknown_functions_bad_arguments_and_simulator_exceptions_are_bfcl
                "mv(source='final_report.pdf')", "mean(numbers='abc')", "divide(a=1, b=0)", "cd(folder='document')"]
     client = BfclEnvClient(bfcl_env.url)
     sid = await client.create_session(initial_config=entry["initial_config"], involved_classes=classes)
-    ours = await client.execute(sid, as_calls(strings, ORDER))
+    ours = await client.execute(sid, as_calls(strings))
     theirs = official([{"op": "execute", "initial_config": entry["initial_config"], "involved_classes": classes,
                         "long_context": False, "steps": [strings]}])[0]["outputs"][0]
     assert ours == theirs

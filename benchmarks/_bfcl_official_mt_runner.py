@@ -1,4 +1,5 @@
-"""bfcl-eval's own multi-turn executor and checker, run directly (inside `.venv-bfcl`), for the tests to compare with.
+"""bfcl-eval's own multi-turn executor and checker, run directly (inside `.venv-bfcl`), to compare the BFCL environment
+server with (benchmarks/bfcl_env_agreement.py, tests/bfcl_env).
 
 stdin: one JSON object per line, stdout: one per line.
   {"op": "execute", "initial_config", "involved_classes", "long_context", "steps": [[call string, ...], ...]}
