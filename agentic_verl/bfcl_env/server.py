@@ -66,6 +66,10 @@ class BfclEnvServer(ThreadingHTTPServer):
         self.version = metadata.version("bfcl-eval")
         super().__init__(address, Handler)
 
+    def handle_error(self, request, client_address) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a client that left before its answer: nothing to say
+            super().handle_error(request, client_address)
+
     def describe(self) -> dict:
         return {"server": SERVER_NAME, "bfcl_eval": self.version, "classes": sorted(self.store.classes),
                 "limits": self.store.limits.describe(), "sessions": len(self.store), "stats": dict(self.store.stats),
@@ -91,6 +95,11 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_PATCH(self):
         self._answer("PATCH")
+
+    def send_error(self, code, message=None, explain=None):
+        """http.server's own refusals (a malformed request line or header, an unsupported method) as JSON too."""
+        self.close_connection = True
+        self._send(code, {"error": message or self.responses.get(code, ("error",))[0], "status": code})
 
     def log_message(self, format, *args):  # noqa: A002 (the base class's name)
         if self.server.log_requests:

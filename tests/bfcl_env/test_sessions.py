@@ -118,6 +118,7 @@ BAD_REQUESTS = [
     ("GET", "/sessions", None, {}, 405, "use POST"),
     ("PUT", "/check", b"{}", {}, 405, "use POST"),
     ("GET", "/no/such/path", None, {}, 404, "no such endpoint"),
+    ("OPTIONS", "/sessions", None, {}, 501, "Unsupported method"),  # http.server's own refusal, as JSON
     ("POST", "/check", b'{"entry": {"id": "multi_turn_base_0"}}', {}, 422, "entry.involved_classes"),
 ]
 
