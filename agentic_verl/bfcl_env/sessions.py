@@ -116,7 +116,8 @@ class SessionStore:
         return len(self._sessions)
 
     def create(self, initial_config: dict, involved_classes: list[str], long_context: bool) -> str:
-        self.expire_idle()
+        if len(self._sessions) >= self.limits.max_sessions:
+            self.expire_idle()  # the sweeper may not have run yet; idle sessions make room first
         with self._lock:
             if len(self._sessions) >= self.limits.max_sessions:
                 raise RequestError(429, f"{len(self._sessions)} sessions are open, the server's limit "
