@@ -81,11 +81,12 @@ bench: install
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache outputs site
 
-# The official BFCL checker (bfcl-eval) in its own venv, for benchmarks/bfcl_agreement.py and the
-# `bfcl_official` tests (its dependency pins cannot live in .venv). Needs PyPI once.
+# bfcl-eval in its own venv (its dependency pins cannot live in .venv): the official BFCL checker for
+# benchmarks/bfcl_agreement.py and the `bfcl_official` tests, and the BFCL environment server
+# (`agentic-verl serve bfcl-env`). Needs PyPI once; a venv from an older package list gets what it lacks.
 .PHONY: bfcl-venv
 bfcl-venv: install
-	$(PY) -c "import sys; sys.path.insert(0, 'benchmarks'); import _bfcl_official; print(_bfcl_official.ensure_venv())"
+	$(PY) -c "from agentic_verl.bfcl_env.venv import ensure_venv; print(ensure_venv())"
 
 # Verdict agreement with the official BFCL checker on every BFCL question (gold + mutated outputs).
 .PHONY: bfcl-agreement

@@ -1,9 +1,7 @@
 """Drive BFCL's official checker (bfcl-eval) from the main venv, through `.venv-bfcl` and a JSONL runner.
 
-bfcl-eval's full dependency set pins numpy 1.26 and pulls every model vendor's SDK, so it cannot live in the
-main venv. `ensure_venv()` creates `.venv-bfcl` (repo root, git-ignored) on first use with just what the
-decoder and the AST checker import: bfcl-eval itself (--no-deps), tree-sitter and its Java/JavaScript grammars
-(BFCL parses Java/JavaScript outputs with them), tenacity and filelock. `make bfcl-venv` does the same.
+`.venv-bfcl` (bfcl-eval with just what the decoder and checkers import) is made by `ensure_venv()`
+(agentic_verl.bfcl_env.venv, also `make bfcl-venv`): bfcl-eval's full dependency set cannot live in the main venv.
 """
 
 from __future__ import annotations
@@ -14,31 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-VENV = Path(os.environ.get("BFCL_OFFICIAL_VENV", ROOT / ".venv-bfcl"))
+from agentic_verl.bfcl_env.venv import available, ensure_venv, venv_dir, venv_python  # noqa: F401 (re-exported)
+
 RUNNER = Path(__file__).resolve().parent / "_bfcl_official_runner.py"
-PACKAGES = ["bfcl-eval==2026.3.23", "tree_sitter==0.21.3", "tree-sitter-java==0.21.0",
-            "tree-sitter-javascript==0.21.4", "tenacity>=8.5", "filelock==3.20.0"]  # fmt: skip
-
-
-def venv_python() -> Path:
-    return VENV / "bin" / "python"
-
-
-def available() -> bool:
-    return venv_python().exists()
-
-
-def ensure_venv(quiet: bool = True) -> Path:
-    """Create `.venv-bfcl` if missing (needs PyPI once); returns its python."""
-    python = venv_python()
-    if python.exists():
-        return python
-    base = os.environ.get("PYTHON", "python3")
-    subprocess.run([base, "-m", "venv", str(VENV)], check=True)
-    pip = [str(python), "-m", "pip", "--disable-pip-version-check"] + (["-q"] if quiet else [])
-    subprocess.run([*pip, "install", "--no-deps", *PACKAGES], check=True)
-    return python
 
 
 def official_verdicts(cases: list[dict]) -> list[dict]:
@@ -69,7 +45,7 @@ def throughput(cases: list[dict], rounds: int = 5) -> dict:
 
 def _run(args: list[str], payload: str = "") -> str:
     python = ensure_venv()
-    env = {**os.environ, "BFCL_PROJECT_ROOT": str(VENV / "bfcl_project")}  # bfcl_eval makes folders there on import
+    env = {**os.environ, "BFCL_PROJECT_ROOT": str(venv_dir() / "bfcl_project")}  # bfcl_eval makes folders there on import
     done = subprocess.run([str(python), str(RUNNER), *args], input=payload, capture_output=True, text=True,
                           check=False, env=env)  # fmt: skip
     if done.returncode != 0:

@@ -18,6 +18,7 @@ os.environ.setdefault("HF_HOME", os.path.join(tempfile.gettempdir(), "agentic_ve
 # A retrieval token exported in the developer's shell would make every loopback test server demand it; the
 # tests that exercise the token set it themselves.
 os.environ.pop("AGENTIC_VERL_RETRIEVAL_TOKEN", None)
+os.environ.pop("AGENTIC_VERL_BFCL_ENV_TOKEN", None)  # the same for the BFCL environment server
 
 # Fixtures every folder shares as one definition (hence one instance per session): the `vllm serve` server.
 pytest_plugins = ["vllm_serve_fixture"]

@@ -2,6 +2,9 @@
 as `--replicas N` Ray actors behind it (agentic_verl.retrieval.replicas). A bind address other than loopback needs
 the shared token in AGENTIC_VERL_RETRIEVAL_TOKEN (agentic_verl.retrieval.auth).
 
+`agentic-verl serve bfcl-env`: the BFCL environment server (agentic_verl.bfcl_env.server), started with
+`.venv-bfcl`'s python (bfcl-eval lives there); its token variable is AGENTIC_VERL_BFCL_ENV_TOKEN.
+
 More servers can be added to the `serve` group through `SUBCOMMANDS` (functions that add a subparser).
 """
 
@@ -11,7 +14,7 @@ import json
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("serve", help="run a tool server (retrieval)")
+    parser = subparsers.add_parser("serve", help="run a tool server (retrieval, bfcl-env)")
     sub = parser.add_subparsers(dest="serve_command", metavar="SERVER")
     for add in SUBCOMMANDS:
         add(sub)
@@ -109,4 +112,39 @@ def _announce(service, args, token: str | None) -> None:
           "POST /retrieve, GET /health, GET /metrics)", flush=True)
 
 
-SUBCOMMANDS = [_add_retrieval]
+def _add_bfcl_env(sub) -> None:
+    from agentic_verl.bfcl_env.protocol import add_server_arguments
+
+    p = sub.add_parser("bfcl-env", help="BFCL's multi-turn API simulators and checker over HTTP (runs in .venv-bfcl)",
+                       description="Sessions of bfcl-eval's multi-turn simulators, one per trajectory, and its "
+                                   "multi-turn checker (docs/bfcl_env.md). --port 0 picks a free port.")
+    add_server_arguments(p)
+    p.add_argument("--startup-timeout-s", type=float, default=60.0, help="how long to wait for /health")
+    p.set_defaults(handler=_serve_bfcl_env)
+
+
+def _serve_bfcl_env(args) -> int:
+    import signal
+
+    from agentic_verl.bfcl_env.process import BfclEnvProcess
+    from agentic_verl.bfcl_env.protocol import SERVER_NAME, TOKEN_ENV, limit_flags
+    from agentic_verl.retrieval.auth import check_bind, token_from_env
+
+    check_bind(args.host, token_from_env(TOKEN_ENV), env=TOKEN_ENV, server=SERVER_NAME)  # before starting anything
+    server = BfclEnvProcess(limit_flags(args), host=args.host, port=args.port or None,
+                            startup_timeout_s=args.startup_timeout_s)  # FileNotFoundError naming `make bfcl-venv`
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)  # a plain SIGTERM would orphan the server
+    try:
+        server.start()
+        print(f"{SERVER_NAME} ready on {server.url} (pid {server.process.pid}, {server.python})", flush=True)
+        return server.wait()
+    finally:
+        server.stop()  # Ctrl-C or SIGTERM here: stop it too
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+SUBCOMMANDS = [_add_retrieval, _add_bfcl_env]

@@ -6,21 +6,23 @@
   docstore (memory-mapped passages);
 - service.RetrievalService (validation, micro-batching, cache, record/replay, metrics) and server (HTTP on top).
 
-The names below are importable from `agentic_verl.retrieval`; index and service load on first use.
+The names below are importable from `agentic_verl.retrieval`; the client, index and service load on first use (so
+that `agentic_verl.retrieval.auth`, standard library only, also imports where aiohttp is missing: `.venv-bfcl`).
 """
 
-from agentic_verl.retrieval.client import RetrievalClient, RetrievalError
 from agentic_verl.retrieval.formatting import format_passages
 from agentic_verl.retrieval.protocol import Passage
 
 _LAZY = {
+    "RetrievalClient": "agentic_verl.retrieval.client",
+    "RetrievalError": "agentic_verl.retrieval.client",
     "build_index": "agentic_verl.retrieval.index",
     "load_index": "agentic_verl.retrieval.index",
     "RetrievalService": "agentic_verl.retrieval.service",
     "ServerProcess": "agentic_verl.retrieval.server",
 }
 
-__all__ = ["Passage", "RetrievalClient", "RetrievalError", "format_passages", *_LAZY]
+__all__ = ["Passage", "format_passages", *_LAZY]
 
 
 def __getattr__(name: str):

@@ -1,0 +1,97 @@
+"""Start the BFCL environment server in `.venv-bfcl` and wait for its /health (the serve command, tests, recipes).
+
+    with BfclEnvProcess() as server:              # 127.0.0.1:<free port>
+        client = BfclEnvClient(server.url)
+
+The server imports only the standard library, bfcl-eval and this package's standard-library modules, so the
+venv gets just this package on its path: a temporary folder holding a link to it (`PYTHONPATH` pointing at the
+main venv's site-packages would put its numpy, pydantic, ... ahead of the venv's own).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
+from agentic_verl.bfcl_env.protocol import SERVER_NAME
+from agentic_verl.bfcl_env.venv import require_python
+from agentic_verl.net import free_port, wait_for_health
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # agentic_verl/
+
+
+class BfclEnvProcess:
+    """`python -m agentic_verl.bfcl_env.server ARGS --host HOST --port PORT` with `.venv-bfcl`'s python (or
+    `python`); a context manager. `env` adds to this process's environment (e.g. the token variable); `log_path`
+    gets the server's output (default: this process's stdout/stderr)."""
+
+    def __init__(self, args: list[str] | tuple = (), *, host: str = "127.0.0.1", port: int | None = None,
+                 startup_timeout_s: float = 60.0, log_path: str | Path | None = None,
+                 env: dict[str, str] | None = None, python: str | Path | None = None):
+        self.host, self.port = host, port or free_port()
+        self.url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{self.port}"
+        self.python = Path(python) if python else require_python()
+        self._args, self._timeout, self._log_path = list(args), startup_timeout_s, log_path
+        self._env = dict(env or {})
+        self.process: subprocess.Popen | None = None
+        self._path_dir: str | None = None
+
+    @property
+    def command(self) -> list[str]:
+        return [str(self.python), "-m", "agentic_verl.bfcl_env.server", *self._args, "--host", self.host,
+                "--port", str(self.port)]
+
+    def start(self) -> BfclEnvProcess:
+        self._path_dir = tempfile.mkdtemp(prefix="agentic_verl_bfcl_env_")
+        os.symlink(PACKAGE_DIR, Path(self._path_dir) / "agentic_verl")
+        env = {**os.environ, **self._env, "PYTHONPATH": self._path_dir, "PYTHONUNBUFFERED": "1",
+               "BFCL_PROJECT_ROOT": self._path_dir}  # bfcl-eval writes result/score folders there if it ever does
+        log = open(self._log_path, "wb") if self._log_path else None  # noqa: SIM115
+        try:
+            self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT if log else None,
+                                            env=env)
+        finally:
+            if log is not None:
+                log.close()
+        try:
+            wait_for_health(self.url, self._timeout, process=self.process, name=SERVER_NAME)
+        except RuntimeError as exc:  # it exited: say what was run
+            self._cleanup()
+            raise RuntimeError(f"{exc}: {' '.join(self.command)}") from None
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()  # only after a graceful stop was refused
+                self.process.wait(timeout=5)
+        self._cleanup()
+
+    def wait(self) -> int:
+        """Block until the server exits; its exit code."""
+        assert self.process is not None, "start() first"
+        try:
+            return self.process.wait()
+        finally:
+            self._cleanup()
+
+    def _cleanup(self) -> None:
+        if self._path_dir is not None:
+            shutil.rmtree(self._path_dir, ignore_errors=True)
+            self._path_dir = None
+
+    def __enter__(self) -> BfclEnvProcess:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
