@@ -76,9 +76,9 @@ def test_megatron_swaps_the_engine_and_keeps_the_method(recipe, tmp_path, monkey
     assert all(now == _ABSENT for _, now in changed.values()), changed
 
 
-@pytest.mark.parametrize("recipe", RL_RECIPES)
-def test_megatron_sizes_reach_every_role(recipe, tmp_path, monkeypatch):
-    settings = recipe_settings(recipe, "gpu", tmp_path, keep=_megatron(monkeypatch, TP=4, PP=1, CP=2))
+def test_megatron_sizes_reach_every_role(tmp_path, monkeypatch):
+    """The knobs (recipes/_common/engine.sh, shared by the four) reach the actor, the reference and the critic."""
+    settings = recipe_settings("rag_r1/ppo.sh", "gpu", tmp_path, keep=_megatron(monkeypatch, TP=4, PP=1, CP=2))
     for role in ROLES:  # the reference reads the actor's sizes (verl's ref/megatron_ref.yaml)
         assert tuple(_effective(settings, f"{role}.megatron.{size}") for size in SIZES) == (4, 1, 2), role
 
