@@ -73,6 +73,12 @@ lr_schedule() {
     fi
 }
 
+# Why the V2P pointer SFT (v2p/sft_warmup.sh, sft_full.sh) refuses ENGINE=megatron
+POINTER_SFT_NEEDS_FSDP="the V2P pointer loss runs on verl's FSDP engine only. It adds the pointer head through hooks on
+that engine (agentic_verl/training/sft_trainer.py: the HF model as FSDP's engine builds it, and the model's extra
+outputs); verl's Megatron engine builds a Megatron-Core model from the HF config instead (mbridge), which has no
+pointer head and hands the loss log-probs only. Unset ENGINE (or ENGINE=fsdp)."
+
 refuse_megatron() {
     if [[ "$ENGINE" == megatron ]]; then
         echo "ENGINE=megatron: $1" >&2

@@ -24,10 +24,7 @@
 set -euo pipefail
 RECIPES=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$RECIPES/_common/engine.sh"
-refuse_megatron "the V2P pointer loss runs on verl's FSDP engine only. It adds the pointer head through hooks on that
-engine (agentic_verl/training/sft_trainer.py: the HF model as FSDP's engine builds it, and the model's extra outputs);
-verl's Megatron engine builds a Megatron-Core model from the HF config instead (mbridge), which has no pointer head
-and hands the loss log-probs only. Unset ENGINE (or ENGINE=fsdp)."
+refuse_megatron "$POINTER_SFT_NEEDS_FSDP"
 
 AGENTIC_VERL_DEVICE=${AGENTIC_VERL_DEVICE:-gpu}
 PYTHON=${PYTHON:-python3}
