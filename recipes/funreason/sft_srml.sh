@@ -6,6 +6,8 @@
 #
 # Hardware: 8x A100/H100 80GB for Qwen2.5-Coder-7B-Instruct (the paper's base model; also Llama-3.2-3B-Instruct).
 #           CPU: AGENTIC_VERL_DEVICE=cpu bash recipes/funreason/sft_srml.sh  (SmolLM2-135M, batch 4, 2 steps: smoke)
+# Engine:   ENGINE=fsdp (default) | megatron: verl's FSDP or Megatron SFT engine (MEGATRON_TP/PP/CP below); SRML
+#           follows verl's own SFT loss contract, which both engines call the same way (docs/install.md)
 # Data:     agentic-verl data fc --input xlam_with_cot.json --out data/funreason   (records need a chain of thought:
 #           FunReason's FCDR refinement writes and filters it with a reasoning model, before `data fc`)
 #           CPU smoke data from BFCL's live set, evaluated on non-live: agentic-verl data fc --input bfcl:live_simple
@@ -19,6 +21,7 @@
 set -euo pipefail
 RECIPES=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$RECIPES/_common/device.sh"
+source "$RECIPES/_common/engine.sh"
 
 SFT_LOSS=${SFT_LOSS:-srml}                      # agentic_verl/training/config/loss/<name>.yaml: srml | sft
 MODEL_PATH=${MODEL_PATH:-Qwen/Qwen2.5-Coder-7B-Instruct}
@@ -26,6 +29,13 @@ DATA_DIR=${DATA_DIR:-data/funreason}
 TRAIN_FILE=${TRAIN_FILE:-$DATA_DIR/sft_train.parquet}
 VAL_FILE=${VAL_FILE:-$DATA_DIR/sft_val.parquet}  # held out from training, never a BFCL question (`data fc`)
 N_GPUS=${N_GPUS:-8}
+# ENGINE=fsdp (default) | megatron, verl's training engine (recipes/_common/engine.sh); ENGINE=megatron's tensor /
+# pipeline / context parallel sizes; defaults from verl's examples/sft/gsm8k/run_qwen_megatron_fsdp.sh
+# (Qwen2.5-Math-7B SFT, 8 GPUs: TP 4, PP 1; that example also turns on Megatron-FSDP, which this recipe leaves off);
+# CP: verl's default
+MEGATRON_TP=${MEGATRON_TP:-4}
+MEGATRON_PP=${MEGATRON_PP:-1}
+MEGATRON_CP=${MEGATRON_CP:-1}
 MICRO_BATCH_SIZE=${MICRO_BATCH_SIZE:-4}          # per GPU
 SFT_BATCH_SIZE=${SFT_BATCH_SIZE:-}              # empty: the YAML's (the paper's 512)
 SFT_MAX_LENGTH=${SFT_MAX_LENGTH:-}              # empty: the YAML's
@@ -35,6 +45,8 @@ TOTAL_TRAINING_STEPS=${TOTAL_TRAINING_STEPS:-null}
 LOGGER=${LOGGER:-['console','wandb']}
 SFT_CHECKPOINT_DIR=${SFT_CHECKPOINT_DIR:-checkpoints/agentic_verl/funreason_$SFT_LOSS}
 
+sft_engine_overrides                             # ENGINE_OVERRIDES (empty for fsdp)
+lr_schedule cosine yaml                          # funreason.yaml's schedule, in Megatron's optimizer's terms there
 ARGS=(
     loss="$SFT_LOSS"
     data.train_files="$TRAIN_FILE"
@@ -50,6 +62,7 @@ ARGS=(
     ${SFT_MAX_LENGTH:+data.max_length="$SFT_MAX_LENGTH"}
     ${LR:+optim.lr="$LR"}
     ${SRML_ALPHA:+loss.kwargs.alpha="$SRML_ALPHA"}
+    "${ENGINE_OVERRIDES[@]}"
     "${SFT_DEVICE_OVERRIDES[@]}"
     "$@"
 )

@@ -3,6 +3,7 @@
 #
 # Hardware: 8x A100/H100 80GB (as the paper: 500 steps, batch 512, Qwen2.5-7B-Instruct, vLLM rollout).
 #           CPU: AGENTIC_VERL_DEVICE=cpu bash recipes/rag_r1/ppo.sh  (SmolLM2-135M, batch 4, a smoke run)
+# Engine:   ENGINE=fsdp (default) | megatron: verl's FSDP or Megatron engine (MEGATRON_TP/PP/CP below)
 # Data:     agentic-verl data rag-r1 ... --out data/rag_r1 --mode sq|mq   (train.parquet, test.parquet); the data
 #           decides the mode: RAG_MODE defaults to it and a RAG_MODE that disagrees is refused
 # Model:    the SFT checkpoint of recipes/rag_r1/sft.sh (SFT_CHECKPOINT_DIR; actor and critic) unless MODEL_PATH is
@@ -22,6 +23,7 @@ set -euo pipefail
 RECIPES=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$RECIPES/_common/device.sh"
 source "$RECIPES/_common/rl_knobs.sh"
+source "$RECIPES/_common/engine.sh"
 source "$RECIPES/_common/rag_r1.sh"
 source "$RECIPES/_common/preflight.sh"
 
@@ -35,11 +37,18 @@ RETRIEVAL_URL=${RETRIEVAL_URL:-http://127.0.0.1:8000}
 RAG_MODE=${RAG_MODE:-$(rag_r1_data_mode "$TRAIN_FILE")}   # sq | mq; default: the mode the data was written for
 N_GPUS=${N_GPUS:-8}
 NNODES=${NNODES:-1}
+# ENGINE=fsdp (default) | megatron, verl's training engine (recipes/_common/engine.sh); ENGINE=megatron's tensor /
+# pipeline / context parallel sizes (actor, reference, critic); defaults from verl's
+# examples/ppo_trainer/run_qwen3_8b_megatron.sh (Qwen3-8B, 8 GPUs: actor and critic TP 2, PP 2); CP: verl's default
+MEGATRON_TP=${MEGATRON_TP:-2}
+MEGATRON_PP=${MEGATRON_PP:-2}
+MEGATRON_CP=${MEGATRON_CP:-1}
 EXPERIMENT=${EXPERIMENT:-rag_r1_ppo_${RAG_MODE:-data}}
 # Optional, empty: ppo.yaml's value. TRAIN_BATCH_SIZE PPO_MINI_BATCH_SIZE MICRO_BATCH_SIZE (per GPU) ROLLOUT_N
 # MAX_PROMPT_LENGTH MAX_RESPONSE_LENGTH ACTOR_LR CRITIC_LR TOTAL_TRAINING_STEPS VAL_TEMPERATURE MAX_TURNS ROLLOUT_NAME
 # LOGGER PROJECT (the CPU switch sets the sizes, steps, rollout and logger itself).
 
+rl_engine_overrides                              # ENGINE_OVERRIDES (empty for fsdp)
 ARGS=(
     --config-path "$RECIPES" --config-name rag_r1/ppo
     data.train_files="$TRAIN_FILE"
@@ -56,6 +65,7 @@ ARGS=(
     ${CRITIC_LR:+"critic.optim.lr=$CRITIC_LR"}
     ${VAL_TEMPERATURE:+"actor_rollout_ref.rollout.val_kwargs.temperature=$VAL_TEMPERATURE"}
     ${MAX_TURNS:+"actor_rollout_ref.rollout.custom.rag_r1.max_turns=$MAX_TURNS"}
+    "${ENGINE_OVERRIDES[@]}"
     "${DEVICE_OVERRIDES[@]}"
     "$@"
 )

@@ -6,6 +6,7 @@
 #
 # Hardware: 8x A100/H100 80GB for Qwen2.5-7B-Instruct (the paper: ~19k step-level samples).
 #           CPU: AGENTIC_VERL_DEVICE=cpu bash recipes/rag_r1/sft.sh  (SmolLM2-135M, batch 4, a smoke run)
+# Engine:   ENGINE=fsdp (default) | megatron: verl's FSDP or Megatron SFT engine (MEGATRON_TP/PP/CP below)
 # Data:     agentic-verl data sft-trajectories --retrieval-url URL --tokenizer MODEL --out data/rag_r1_sft/train.parquet
 # Runtime:  ~1-2 h on 8 GPUs for 2 epochs; CPU smoke run with the tiny test model: ~1 min for 2 steps.
 # Output:   SFT_CHECKPOINT_DIR/global_step_N/huggingface (full HF weights; latest_checkpointed_iteration.txt names
@@ -17,6 +18,7 @@
 set -euo pipefail
 RECIPES=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$RECIPES/_common/device.sh"
+source "$RECIPES/_common/engine.sh"
 source "$RECIPES/_common/rag_r1.sh"
 source "$RECIPES/_common/preflight.sh"
 
@@ -27,6 +29,13 @@ VAL_FILE=${VAL_FILE:-null}
 SFT_DATASET_PATH=${SFT_DATASET_PATH:-pkg://agentic_verl.data.sft_dataset}
 SFT_DATASET_NAME=${SFT_DATASET_NAME:-PretokenizedSFTDataset}
 N_GPUS=${N_GPUS:-8}
+# ENGINE=fsdp (default) | megatron, verl's training engine (recipes/_common/engine.sh); ENGINE=megatron's tensor /
+# pipeline / context parallel sizes; defaults from verl's examples/sft/gsm8k/run_qwen_megatron_fsdp.sh
+# (Qwen2.5-Math-7B SFT, 8 GPUs: TP 4, PP 1; that example also turns on Megatron-FSDP, which this recipe leaves off);
+# CP: verl's default
+MEGATRON_TP=${MEGATRON_TP:-4}
+MEGATRON_PP=${MEGATRON_PP:-1}
+MEGATRON_CP=${MEGATRON_CP:-1}
 SFT_BATCH_SIZE=${SFT_BATCH_SIZE:-64}
 MICRO_BATCH_SIZE=${MICRO_BATCH_SIZE:-4}          # per GPU
 SFT_MAX_LENGTH=${SFT_MAX_LENGTH:-8192}
@@ -38,6 +47,7 @@ PROJECT=${PROJECT:-agentic_verl}
 EXPERIMENT=${EXPERIMENT:-rag_r1_sft}
 SFT_CHECKPOINT_DIR=${SFT_CHECKPOINT_DIR:-checkpoints/$PROJECT/$EXPERIMENT}   # ppo.sh / grpo.sh read it
 
+sft_engine_overrides                             # ENGINE_OVERRIDES (empty for fsdp)
 ARGS=(
     data.train_files="$TRAIN_FILE"
     data.val_files="$VAL_FILE"
@@ -56,6 +66,7 @@ ARGS=(
     trainer.experiment_name="$EXPERIMENT"
     trainer.default_local_dir="$SFT_CHECKPOINT_DIR"
     'checkpoint.save_contents=[model,optimizer,extra,hf_model]'   # + the HF folder the RL recipes start from
+    "${ENGINE_OVERRIDES[@]}"
     "${SFT_DEVICE_OVERRIDES[@]}"
     "$@"
 )

@@ -7,6 +7,7 @@
 # Hardware: 8x A100/H100 80GB for Qwen2.5-VL-7B-Instruct with vLLM rollout (not run here).
 #           CPU: AGENTIC_VERL_DEVICE=cpu DATA_DIR=... bash recipes/v2p/grpo_click.sh  (the tiny random Qwen2.5-VL of
 #           `agentic-verl cpu-model tiny-vl`, batch 2 x 2, 2 steps: a smoke run; tests/cpu/test_v2p_grpo.py)
+# Engine:   ENGINE=fsdp (default) | megatron: verl's FSDP or Megatron engine (MEGATRON_TP/PP/CP below)
 # Data:     agentic-verl data gui --data data/GUI-Actor/uground.json --images data/GUI-Actor/images \
 #               --out data/v2p/train.parquet   (and a held-out set as VAL_FILE, e.g. ScreenSpot-v2 --split test).
 #           CPU smoke data: synthetic screenshots (agentic_verl.gui.synthetic) in a ScreenSpot layout -> `data gui`,
@@ -34,6 +35,7 @@ if [[ "${AGENTIC_VERL_DEVICE:-gpu}" == cpu ]]; then
 fi
 source "$RECIPES/_common/device.sh"
 source "$RECIPES/_common/rl_knobs.sh"
+source "$RECIPES/_common/engine.sh"
 source "$RECIPES/_common/preflight.sh"
 VL_DEVICE_OVERRIDES=()
 if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
@@ -48,6 +50,13 @@ TRAIN_FILE=${TRAIN_FILE:-$DATA_DIR/train.parquet}
 VAL_FILE=${VAL_FILE:-$DATA_DIR/test.parquet}
 N_GPUS=${N_GPUS:-8}
 NNODES=${NNODES:-1}
+# ENGINE=fsdp (default) | megatron, verl's training engine (recipes/_common/engine.sh); ENGINE=megatron's tensor /
+# pipeline / context parallel sizes (actor, reference); defaults from verl's
+# examples/grpo_trainer/run_qwen2_5_vl_7b_megatron.sh (Qwen2.5-VL-7B-Instruct, 8 GPUs: actor TP 2, PP 2); CP: verl's
+# default
+MEGATRON_TP=${MEGATRON_TP:-2}
+MEGATRON_PP=${MEGATRON_PP:-2}
+MEGATRON_CP=${MEGATRON_CP:-1}
 EXPERIMENT=${EXPERIMENT:-v2p_grpo_click}
 # Optional, empty: grpo_click.yaml's value. REWARD_FN (a function of reward_fns/gui_click.py) TRAIN_BATCH_SIZE
 # PPO_MINI_BATCH_SIZE MICRO_BATCH_SIZE (per GPU) ROLLOUT_N MAX_PROMPT_LENGTH MAX_RESPONSE_LENGTH MIN_PIXELS
@@ -61,6 +70,7 @@ else
                      ${MAX_PIXELS:+"data.mm_processor_kwargs.size.longest_edge=$MAX_PIXELS"})
 fi
 
+rl_engine_overrides                              # ENGINE_OVERRIDES (empty for fsdp)
 ARGS=(
     --config-path "$RECIPES" --config-name v2p/grpo_click
     data.train_files="$TRAIN_FILE"
@@ -74,6 +84,7 @@ ARGS=(
     "${RL_KNOB_OVERRIDES[@]}"
     ${KL_COEF:+"actor_rollout_ref.actor.kl_loss_coef=$KL_COEF"}
     ${TOTAL_EPOCHS:+"trainer.total_epochs=$TOTAL_EPOCHS"}
+    "${ENGINE_OVERRIDES[@]}"
     "${DEVICE_OVERRIDES[@]}"
     "${VL_DEVICE_OVERRIDES[@]}"
     "$@"

@@ -8,6 +8,7 @@
 # Hardware: 8x A100/H100 80GB for Qwen2.5-VL-7B-Instruct (not run here).
 #           CPU: AGENTIC_VERL_DEVICE=cpu MODEL_PATH=DIR TRAIN_FILE=... bash recipes/v2p/sft_click.sh  (the V2P
 #           miniature, recipes/v2p/demo.sh, runs it on the tiny random Qwen2.5-VL).
+# Engine:   ENGINE=fsdp (default) | megatron: verl's FSDP or Megatron SFT engine (MEGATRON_TP/PP/CP below)
 # Data:     agentic-verl data gui --data DIR --target text-click --out data/v2p/click_sft.parquet
 #           (`messages`: the gui_grounding prompt stating the resized screenshot's size + the click at the box centre;
 #           pass the processor's --max-pixels there if it is not Qwen2.5-VL-7B's).
@@ -22,12 +23,20 @@ set -euo pipefail
 RECIPES=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 MODEL_PATH=${MODEL_PATH:-Qwen/Qwen2.5-VL-7B-Instruct}   # set before device.sh: its CPU default is a text model
 source "$RECIPES/_common/device.sh"
+source "$RECIPES/_common/engine.sh"
 source "$RECIPES/_common/preflight.sh"
 
 DATA_DIR=${DATA_DIR:-data/v2p}
 TRAIN_FILE=${TRAIN_FILE:-$DATA_DIR/click_sft.parquet}
 VAL_FILE=${VAL_FILE:-null}
 N_GPUS=${N_GPUS:-8}
+# ENGINE=fsdp (default) | megatron, verl's training engine (recipes/_common/engine.sh); ENGINE=megatron's tensor /
+# pipeline / context parallel sizes; verl has no Megatron SFT example for a VL model, so the defaults are those of its
+# Megatron GRPO example for this model, examples/grpo_trainer/run_qwen2_5_vl_7b_megatron.sh (Qwen2.5-VL-7B-Instruct, 8
+# GPUs: TP 2, PP 2); CP: verl's default
+MEGATRON_TP=${MEGATRON_TP:-2}
+MEGATRON_PP=${MEGATRON_PP:-2}
+MEGATRON_CP=${MEGATRON_CP:-1}
 MICRO_BATCH_SIZE=${MICRO_BATCH_SIZE:-4}          # per GPU
 SFT_BATCH_SIZE=${SFT_BATCH_SIZE:-128}
 SFT_MAX_LENGTH=${SFT_MAX_LENGTH:-2048}
@@ -39,6 +48,8 @@ PROJECT=${PROJECT:-agentic_verl}
 EXPERIMENT=${EXPERIMENT:-v2p_click_sft}
 SFT_CHECKPOINT_DIR=${SFT_CHECKPOINT_DIR:-checkpoints/$PROJECT/$EXPERIMENT}
 
+sft_engine_overrides                             # ENGINE_OVERRIDES (empty for fsdp)
+lr_schedule cosine                               # optim.lr_scheduler_type (FSDP) or optim.lr_decay_style (Megatron)
 ARGS=(
     data.train_files="$TRAIN_FILE"
     data.val_files="$VAL_FILE"
@@ -49,7 +60,6 @@ ARGS=(
     model.path="$MODEL_PATH"
     optim.lr="$LR"
     optim.lr_warmup_steps_ratio=0.03
-    optim.lr_scheduler_type=cosine
     trainer.total_epochs="$TOTAL_EPOCHS"
     trainer.total_training_steps="$TOTAL_TRAINING_STEPS"
     trainer.n_gpus_per_node="$N_GPUS"
@@ -58,6 +68,7 @@ ARGS=(
     trainer.experiment_name="$EXPERIMENT"
     trainer.default_local_dir="$SFT_CHECKPOINT_DIR"
     'checkpoint.save_contents=[model,optimizer,extra,hf_model]'   # + the HF folder grpo_click.sh and evaluation load
+    "${ENGINE_OVERRIDES[@]}"
     "${SFT_DEVICE_OVERRIDES[@]}"
     "$@"
 )

@@ -11,6 +11,8 @@
 # Data:     the warm-up's (agentic-verl data gui ... --out data/v2p/train.parquet).
 # Runtime:  not measured on GPUs. CPU smoke (tests/cpu/test_v2p_sft.py): docs/measurements.md, "V2P SFT and GRPO
 #           on CPU".
+# Engine:   verl's FSDP engine only: ENGINE=megatron is refused before anything starts (the pointer head needs
+#           hooks on FSDP's engine; docs/install.md, "Training engine")
 # Checks:   `agentic-verl preflight gui --stage sft` before launching (data gui parquet with the pointer action,
 #           a V2P pointer model with its processor, GPU memory budget); PREFLIGHT=0 skips it.
 # Output:   SFT_CHECKPOINT_DIR/global_step_N/huggingface: the V2P model; evaluate it with
@@ -20,6 +22,8 @@
 # Extra overrides go last: bash recipes/v2p/sft_full.sh loss.kwargs.lm_weight=0.5
 set -euo pipefail
 RECIPES=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$RECIPES/_common/engine.sh"
+refuse_megatron "$POINTER_SFT_NEEDS_FSDP"
 
 WARMUP_DIR=${WARMUP_DIR:-checkpoints/agentic_verl/v2p_warmup}
 if [[ -z "${MODEL_PATH:-}" ]]; then             # set before device.sh: its CPU default is a text model

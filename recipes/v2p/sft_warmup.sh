@@ -13,6 +13,8 @@
 #               --out data/v2p/train.parquet     (any layout `data gui` reads: box -> pointer label per sample)
 # Runtime:  not measured on GPUs. CPU smoke (tests/cpu/test_v2p_sft.py, 8 synthetic screenshots): docs/measurements.md,
 #           "V2P SFT and GRPO on CPU".
+# Engine:   verl's FSDP engine only: ENGINE=megatron is refused before anything starts (the pointer head needs
+#           hooks on FSDP's engine; docs/install.md, "Training engine")
 # Checks:   `agentic-verl preflight gui --stage sft` before launching (data gui parquet with the pointer action,
 #           a V2P pointer model with its processor, GPU memory budget); PREFLIGHT=0 skips it.
 # Output:   SFT_CHECKPOINT_DIR/global_step_N/huggingface: a V2P folder (sft_full.sh starts from the last one).
@@ -21,6 +23,8 @@
 # Extra overrides go last: bash recipes/v2p/sft_warmup.sh loss.kwargs.valley_weight=0.5
 set -euo pipefail
 RECIPES=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$RECIPES/_common/engine.sh"
+refuse_megatron "$POINTER_SFT_NEEDS_FSDP"
 
 AGENTIC_VERL_DEVICE=${AGENTIC_VERL_DEVICE:-gpu}
 PYTHON=${PYTHON:-python3}

@@ -79,14 +79,19 @@ def _verl_defaults() -> dict:
     return _BASE
 
 
-def recipe_settings(recipe: str, device: str, tmp_path: Path, args: tuple[str, ...] = (),
-                    keep: set[str] = frozenset()) -> dict:
-    """The recipe's effective config (recorded launch, composed and resolved) minus verl's ppo_trainer defaults;
-    the recipes' knobs unset except those in `keep` (as this process's environment has them)."""
+def recipe_config(recipe: str, device: str, tmp_path: Path, args: tuple[str, ...] = (),
+                  keep: set[str] = frozenset()):
+    """The config `python -m verl.trainer.main_ppo` would compose from the recipe's recorded launch; the recipes'
+    knobs unset except those in `keep` (as this process's environment has them)."""
     env = {"AGENTIC_VERL_DEVICE": device, **{k: v for k, v in FIXED_ENV.items() if k not in keep}}
     unset = _knob_names() - keep - set(env)
-    launch = _recorded_overrides(recipe, tmp_path, env, args=args, unset=sorted(unset))
-    config = _resolved(_compose("ppo_trainer", launch))
+    return _compose("ppo_trainer", _recorded_overrides(recipe, tmp_path, env, args=args, unset=sorted(unset)))
+
+
+def recipe_settings(recipe: str, device: str, tmp_path: Path, args: tuple[str, ...] = (),
+                    keep: set[str] = frozenset()) -> dict:
+    """The recipe's effective config (`recipe_config`, resolved) minus verl's ppo_trainer defaults."""
+    config = _resolved(recipe_config(recipe, device, tmp_path, args, keep))
     base = _verl_defaults()
     diff = {key: value for key, value in config.items() if key not in base or base[key] != value}
     diff.update({key: _ABSENT for key in base if key not in config})

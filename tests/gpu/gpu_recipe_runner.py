@@ -5,6 +5,7 @@ rollout, one GPU, sized down through the recipe's knobs and overrides; read back
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -14,6 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from cpu.cpu_backend_helpers import run_in_own_process_group  # tests/ is on sys.path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -25,6 +27,33 @@ ACTOR_LR = "5e-3"
 # Variables that would turn a run into a CPU run (recipes/_common/device.sh) or point verl at our CPU platform.
 CPU_SWITCHES = ("AGENTIC_VERL_DEVICE", "VERL_PLATFORM")
 RUN_TIMEOUT_S = 1200  # a run is killed past this (Ray + vLLM start-up, 2 tiny steps: minutes on one GPU)
+
+
+def cuda_available() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:  # no torch, or a broken CUDA install: either way no GPU run
+        return False
+
+
+# The marks of every run on a GPU (tests/gpu/test_*_gpu.py): skipped without CUDA, `make test-gpu` runs them
+GPU_RUN_MARKS = [
+    pytest.mark.gpu,
+    pytest.mark.slow,
+    pytest.mark.skipif(not cuda_available(), reason="needs a CUDA GPU (verl's trainers with vLLM on CUDA)"),
+    pytest.mark.timeout(RUN_TIMEOUT_S + 300),  # fixtures + the run; pyproject's default (900 s) is per test
+]
+
+# verl's comparison of vLLM's log-probs with the trainer's on the same tokens. Both compute in bf16 on a GPU, so
+# they differ by rounding only: the largest probability gap stays far below 0.1. On the tiny random model every
+# probability is ~1e-5 (151k-token vocabulary), so that bound alone cannot tell synced from stale weights; the
+# Pearson correlation across tokens can: 1.0 synced vs 0.11 at step 2 with the sync skipped (fp32, CPU e2e test).
+# bf16 noise on these logits is ~1% of their spread across tokens, so synced weights should stay above 0.9
+# (an estimate: not yet measured on a GPU).
+BF16_DIFF_MAX = 0.1
+SYNCED_MIN_CORR = 0.9
 
 
 @dataclass
@@ -39,6 +68,34 @@ class GpuRun:
 
     def step_metrics(self) -> list[dict]:
         return [line["data"] for line in self.metrics]
+
+    def step_times(self) -> list[float]:
+        return [round(m.get("timing_s/step", math.nan), 1) for m in self.step_metrics()]
+
+
+def assert_rl_trained(run: GpuRun) -> list[dict]:
+    """A main_ppo run's 2 steps trained, with vLLM generating from the trainer's weights; its step metrics."""
+    assert run.returncode == 0, run.tail()
+    steps = run.step_metrics()
+    assert [m["training/global_step"] for m in steps] == [1, 2], run.tail()
+    for m in steps:
+        assert m["actor/grad_norm"] > 0, m  # the actor learned
+        assert m["training/rollout_probs_diff_valid"] == 1.0, m
+        # vLLM generated with the trainer's weights (verl's weight sync through CUDA IPC)
+        assert m["training/rollout_probs_diff_max"] < BF16_DIFF_MAX, m["training/rollout_probs_diff_max"]
+        assert m["training/rollout_actor_probs_pearson_corr"] > SYNCED_MIN_CORR, m
+        assert "critic/score/mean" in m, m  # rewards
+    return steps
+
+
+def assert_sft_trained(run: GpuRun) -> list[dict]:
+    """A SFT run's 2 steps trained (finite positive loss, non-zero gradient); its step metrics."""
+    assert run.returncode == 0, run.tail()
+    train_steps = [line for line in run.metrics if "train/loss" in line["data"]]
+    assert [line["step"] for line in train_steps] == [1, 2], run.metrics
+    for line in train_steps:
+        assert 0 < line["data"]["train/loss"] < 20 and line["data"]["train/grad_norm"] > 0, line
+    return [line["data"] for line in train_steps]
 
 
 def sdpa_unless_flash_attn(*model_keys: str) -> list[str]:
@@ -58,7 +115,17 @@ SMALL_RL = {
 }
 
 
-def ppo_overrides(work: Path, ray_dir: str) -> list[str]:
+def padded_unless_flash_attn(*model_keys: str) -> list[str]:
+    """verl's remove-padding path for Qwen2-VL models is flash-attention's varlen kernel (verl/models/transformers/
+    qwen2_vl.py): without flash-attn the VL runs take transformers' padded path (as on CPU)."""
+    from transformers.utils import is_flash_attn_2_available
+
+    if is_flash_attn_2_available():
+        return []
+    return [f"{key}.use_remove_padding=False" for key in model_keys]
+
+
+def rl_overrides(work: Path, ray_dir: str) -> list[str]:
     """What every main_ppo run here passes: tiny scale on one GPU, no validation or checkpoints."""
     return [
         "trainer.val_before_train=False",
@@ -77,11 +144,17 @@ def ppo_overrides(work: Path, ray_dir: str) -> list[str]:
         "actor_rollout_ref.rollout.agent.num_workers=1",  # verl starts 8 agent-loop and reward workers by default
         "reward.num_workers=1",
         "transfer_queue.backend.SimpleStorage.num_data_storage_units=1",
-        # the rag_r1 loop: short turns; the test-only varied reward
+        *sdpa_unless_flash_attn("actor_rollout_ref.model", "critic.model"),
+    ]
+
+
+def ppo_overrides(work: Path, ray_dir: str) -> list[str]:
+    """The rag_r1 runs' overrides: `rl_overrides`, short turns of the rag_r1 loop, the test-only varied reward."""
+    return [
+        *rl_overrides(work, ray_dir),
         "+actor_rollout_ref.rollout.custom.rag_r1.max_tokens_per_turn=24",
         "+actor_rollout_ref.rollout.custom.rag_r1.max_obs_length=64",
         f"reward.custom_reward_function.path={VARIED_REWARD}",
-        *sdpa_unless_flash_attn("actor_rollout_ref.model", "critic.model"),
     ]
 
 
@@ -107,6 +180,58 @@ def sft_args(model_dir: Path, train: Path, work: Path) -> tuple[dict[str, str], 
            "SFT_MAX_LENGTH": "128", "TOTAL_TRAINING_STEPS": "2", "LR": "1e-3"}
     overrides = [f"trainer.default_local_dir={work / 'ckpt'}", "trainer.save_freq=-1", *sdpa_unless_flash_attn("model")]
     return env, overrides
+
+
+# FunReason and V2P (tests/gpu/test_funreason_gpu.py, test_v2p_gpu.py)
+
+def grpo_ast_args(model_dir: Path, train: Path, work: Path, ray_dir: str) -> tuple[dict[str, str], list[str]]:
+    """(env, overrides) of funreason/grpo_ast.sh: 4 questions x 4 samples of the learning task
+    (tests/cpu/learning_task.py; its SFT start is right about 5/8 of the time, so rewards differ within a group),
+    the recipe's own reward (BFCL AST + 0.1 x FunReason format)."""
+    env = {"MODEL_PATH": str(model_dir), "TRAIN_FILE": str(train), "VAL_FILE": str(train),
+           "TRAIN_BATCH_SIZE": "4", "PPO_MINI_BATCH_SIZE": "4", "MICRO_BATCH_SIZE": "4", "ROLLOUT_N": "4",
+           "MAX_PROMPT_LENGTH": "128", "MAX_RESPONSE_LENGTH": "8", "ROLLOUT_NAME": "vllm", "TOTAL_TRAINING_STEPS": "2"}
+    return env, rl_overrides(work, ray_dir)
+
+
+def funreason_sft_args(model_dir: Path, train: Path, work: Path) -> tuple[dict[str, str], list[str]]:
+    """(env, overrides) of funreason/sft_srml.sh and sft_plain.sh: 2 steps of the 4 samples of `train`."""
+    env = {"MODEL_PATH": str(model_dir), "TRAIN_FILE": str(train), "VAL_FILE": "null", "SFT_BATCH_SIZE": "4",
+           "MICRO_BATCH_SIZE": "2", "SFT_MAX_LENGTH": "1024", "TOTAL_TRAINING_STEPS": "2", "LR": "1e-3",
+           "SFT_CHECKPOINT_DIR": str(work / "ckpt")}
+    return env, ["trainer.save_freq=-1", *sdpa_unless_flash_attn("model")]
+
+
+def v2p_sft_args(train: Path, work: Path, lr: str, **model) -> tuple[dict[str, str], list[str]]:
+    """(env, overrides) of v2p/sft_warmup.sh and sft_full.sh: 2 steps of the 8 samples of `train` in two
+    micro-batches; `model`: MODEL_PATH= (the warm-up's pointer model) or WARMUP_DIR= (the full stage finds the
+    warm-up's last checkpoint there). The last step saves the HF folder (the next stage's model)."""
+    env = {"TRAIN_FILE": str(train), "SFT_BATCH_SIZE": "8", "MICRO_BATCH_SIZE": "4", "TOTAL_TRAINING_STEPS": "2",
+           "LR": lr, "SFT_CHECKPOINT_DIR": str(work / "ckpt"), **{key: str(value) for key, value in model.items()}}
+    return env, ["trainer.save_freq=-1", "checkpoint.save_contents=[hf_model]", *sdpa_unless_flash_attn("model")]
+
+
+def click_sft_args(model_dir: Path, train: Path, work: Path) -> tuple[dict[str, str], list[str]]:
+    """(env, overrides) of v2p/sft_click.sh: 2 steps of 4 text-click samples on the tiny Qwen2.5-VL."""
+    env = {"MODEL_PATH": str(model_dir), "TRAIN_FILE": str(train), "SFT_BATCH_SIZE": "4", "MICRO_BATCH_SIZE": "2",
+           "SFT_MAX_LENGTH": "1024", "TOTAL_TRAINING_STEPS": "2", "LR": "1e-3",
+           "SFT_CHECKPOINT_DIR": str(work / "ckpt")}
+    return env, ["trainer.save_freq=-1", *sdpa_unless_flash_attn("model"), *padded_unless_flash_attn("model")]
+
+
+# Test-only click reward: the recipe's click-in-box score plus a deterministic spread (a random tiny VL model
+# never clicks inside the box; without the spread every advantage is 0 and no weight would change).
+VARIED_CLICK_REWARD = REPO / "tests" / "gpu" / "varied_click_reward.py"
+
+
+def grpo_click_args(model_dir: Path, data: Path, work: Path, ray_dir: str) -> tuple[dict[str, str], list[str]]:
+    """(env, overrides) of v2p/grpo_click.sh: 2 screenshots x 2 samples of 16 tokens per step, the processor's
+    own resize bounds (tiny screenshots), the varied click reward."""
+    env = {"MODEL_PATH": str(model_dir), "TRAIN_FILE": str(data), "VAL_FILE": str(data), "TRAIN_BATCH_SIZE": "2",
+           "PPO_MINI_BATCH_SIZE": "2", "MICRO_BATCH_SIZE": "2", "ROLLOUT_N": "2", "MAX_PROMPT_LENGTH": "512",
+           "MAX_RESPONSE_LENGTH": "16", "MAX_PIXELS": "", "ROLLOUT_NAME": "vllm", "TOTAL_TRAINING_STEPS": "2"}
+    return env, [*rl_overrides(work, ray_dir), f"reward.custom_reward_function.path={VARIED_CLICK_REWARD}",
+                 *padded_unless_flash_attn("actor_rollout_ref.model")]
 
 
 def gpu_env(work: Path, env: dict[str, str]) -> dict[str, str]:
@@ -154,8 +279,13 @@ printf '%s\\n' "$@" > "$RECORD_FILE"
 
 
 def recorded_overrides(recipe: str, work: Path, env: dict[str, str], overrides: list[str]) -> list[str]:
-    """The verl overrides `run_recipe_on_gpu` would launch, recorded by a stand-in `python3`/`torchrun` on PATH
-    (so a CPU machine can compose them with verl's hydra configs)."""
+    """The verl overrides `run_recipe_on_gpu` would launch (`recorded_launch` without the module)."""
+    return recorded_launch(recipe, work, env, overrides)[1]
+
+
+def recorded_launch(recipe: str, work: Path, env: dict[str, str], overrides: list[str]) -> tuple[str, list[str]]:
+    """(module, overrides) of what `run_recipe_on_gpu` would launch, recorded by a stand-in `python3`/`torchrun` on
+    PATH (so a CPU machine can compose them with verl's hydra configs)."""
     bin_dir = work / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
     for name in ("python3", "torchrun"):
@@ -166,8 +296,9 @@ def recorded_overrides(recipe: str, work: Path, env: dict[str, str], overrides: 
     full_env.update({"PATH": f"{bin_dir}{os.pathsep}{full_env['PATH']}", "RECORD_FILE": str(record)})
     subprocess.run(["bash", str(REPO / "recipes" / recipe), *overrides], cwd=REPO, env=full_env, check=True,
                    timeout=60)
-    argv = record.read_text().splitlines()
-    return argv[argv.index("-m") + 2:]  # after `-m verl.trainer.<module>`: [--config-path P --config-name N] overrides
+    argv = record.read_text().splitlines()  # the last launch: the trainer (a preflight before it is recorded over)
+    module_at = argv.index("-m")
+    return argv[module_at + 1], argv[module_at + 2:]  # [--config-path P --config-name N] overrides
 
 
 def short_ray_dir() -> str:

@@ -12,16 +12,18 @@ import math
 
 import pandas as pd
 import pytest
-from gpu_recipe_runner import RUN_TIMEOUT_S, GpuRun, grpo_args, ppo_args, run_recipe_on_gpu, sft_args, short_ray_dir
-
-
-def _cuda_available() -> bool:
-    try:
-        import torch
-
-        return torch.cuda.is_available()
-    except Exception:  # no torch, or a broken CUDA install: either way no GPU run
-        return False
+from gpu_recipe_runner import (
+    GPU_RUN_MARKS,
+    GpuRun,
+    assert_rl_trained,
+    assert_sft_trained,
+    cuda_available,
+    grpo_args,
+    ppo_args,
+    run_recipe_on_gpu,
+    sft_args,
+    short_ray_dir,
+)
 
 
 def _flash_attn_available() -> bool:
@@ -30,45 +32,20 @@ def _flash_attn_available() -> bool:
     return is_flash_attn_2_available()
 
 
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.slow,
-    pytest.mark.skipif(not _cuda_available(), reason="needs a CUDA GPU (verl's trainers with vLLM on CUDA)"),
-    pytest.mark.timeout(RUN_TIMEOUT_S + 300),  # fixtures + the run; pyproject's default (900 s) is per test
-]
-
-# verl's comparison of vLLM's log-probs with the trainer's on the same tokens. Both compute in bf16 on a GPU, so
-# they differ by rounding only: the largest probability gap stays far below 0.1. On the tiny random model every
-# probability is ~1e-5 (151k-token vocabulary), so that bound alone cannot tell synced from stale weights; the
-# Pearson correlation across tokens can: 1.0 synced vs 0.11 at step 2 with the sync skipped (fp32, CPU e2e test).
-# bf16 noise on these logits is ~1% of their spread across tokens, so synced weights should stay above 0.9
-# (an estimate: not yet measured on a GPU).
-BF16_DIFF_MAX = 0.1
-SYNCED_MIN_CORR = 0.9
+pytestmark = GPU_RUN_MARKS
 
 
 def _assert_trained(run: GpuRun) -> list[dict]:
-    assert run.returncode == 0, run.tail()
-    steps = run.step_metrics()
-    assert [m["training/global_step"] for m in steps] == [1, 2], run.tail()
+    steps = assert_rl_trained(run)
     for m in steps:
-        assert m["actor/grad_norm"] > 0, m  # the actor learned
-        assert m["training/rollout_probs_diff_valid"] == 1.0, m
-        # vLLM generated with the trainer's weights (verl's weight sync through CUDA IPC)
-        assert m["training/rollout_probs_diff_max"] < BF16_DIFF_MAX, m["training/rollout_probs_diff_max"]
-        assert m["training/rollout_actor_probs_pearson_corr"] > SYNCED_MIN_CORR, m
-        assert "critic/score/mean" in m and m["num_turns/min"] >= 2, m  # rewards; the rag_r1 loop's turns
+        assert m["num_turns/min"] >= 2, m  # the rag_r1 loop's turns: a search and the answer
     return steps
-
-
-def _step_times(run: GpuRun) -> list[float]:
-    return [round(m.get("timing_s/step", math.nan), 1) for m in run.step_metrics()]
 
 
 def test_grpo_recipe_two_steps_on_cuda(tiny_model_dir, retrieval_server, rag_r1_data, tmp_path):
     run = run_recipe_on_gpu("rag_r1/grpo.sh", tmp_path,
                             *grpo_args(tiny_model_dir, rag_r1_data, retrieval_server.url, tmp_path, short_ray_dir()))
-    print(f"grpo on cuda: {run.seconds:.1f}s; step times {_step_times(run)}")
+    print(f"grpo on cuda: {run.seconds:.1f}s; step times {run.step_times()}")
     _assert_trained(run)
 
 
@@ -76,11 +53,11 @@ CRITIC_NEEDS_FLASH_ATTN = ("verl 0.9.1 builds the PPO critic (a value-head model
                            "'flash_attention_2' hard-coded (verl/utils/model.py load_valuehead_model): install flash-attn")
 
 
-@pytest.mark.skipif(_cuda_available() and not _flash_attn_available(), reason=CRITIC_NEEDS_FLASH_ATTN)
+@pytest.mark.skipif(cuda_available() and not _flash_attn_available(), reason=CRITIC_NEEDS_FLASH_ATTN)
 def test_ppo_recipe_with_critic_two_steps_on_cuda(tiny_model_dir, retrieval_server, rag_r1_data, tmp_path):
     run = run_recipe_on_gpu("rag_r1/ppo.sh", tmp_path,
                             *ppo_args(tiny_model_dir, rag_r1_data, retrieval_server.url, tmp_path, short_ray_dir()))
-    print(f"ppo on cuda: {run.seconds:.1f}s; step times {_step_times(run)}")
+    print(f"ppo on cuda: {run.seconds:.1f}s; step times {run.step_times()}")
     for m in _assert_trained(run):
         assert "critic/vf_loss" in m and math.isfinite(m["critic/vf_loss"]), m
 
@@ -108,9 +85,4 @@ def test_sft_recipe_two_steps_on_cuda(tiny_model_dir, tmp_path):
     train = _pretokenized_parquet(tmp_path / "train.parquet", tiny_model_dir)
     run = run_recipe_on_gpu("rag_r1/sft.sh", tmp_path, *sft_args(tiny_model_dir, train, tmp_path))
     print(f"sft on cuda: {run.seconds:.1f}s")
-    assert run.returncode == 0, run.tail()
-    train_steps = [line for line in run.metrics if "train/loss" in line["data"]]
-    assert [line["step"] for line in train_steps] == [1, 2], run.metrics
-    losses = [line["data"]["train/loss"] for line in train_steps]
-    assert all(0 < loss < 20 for loss in losses), losses
-    assert all(line["data"]["train/grad_norm"] > 0 for line in train_steps)
+    assert_sft_trained(run)
