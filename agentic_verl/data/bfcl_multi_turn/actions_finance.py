@@ -207,6 +207,18 @@ def _token_returned(ctx: Context, results: list) -> None:
     ctx.facts["travel_token_from_output"] = True
 
 
+def _cards(ctx: Context) -> list[str]:
+    """The cards of the task's own state and the ones registered since. Never the cards bfcl-eval adds to a
+    long-context state: those are module-level dicts shared by every instance, so charging one would change other
+    instances (the gold run's among them)."""
+    return list(ctx.facts.get("travel_cards") or [])
+
+
+def _remember_card(ctx: Context, results: list) -> None:
+    ctx.fact_list("travel_cards").append(results[-1]["card_id"])
+    _token_known(ctx, results)
+
+
 def _date(ctx: Context) -> str:
     return f"{ctx.rng.randint(2026, 2027)}-{ctx.rng.randint(1, 12):02d}-{ctx.rng.randint(1, 28):02d}"
 
@@ -262,11 +274,10 @@ def _remember_booking(ctx: Context, results: list) -> None:
 
 
 def book_flight(ctx: Context) -> Action | None:
-    api = ctx.instances[TRAVEL]
     token, token_words, waits = _token(ctx)
-    if token is None or not api.credit_card_list:
+    if token is None or not _cards(ctx):
         return None
-    card = ctx.rng.choice(sorted(api.credit_card_list))
+    card = ctx.rng.choice(_cards(ctx))
     origin, target = ctx.rng.choice(_routes(ctx))
     date, travel_class = _date(ctx), ctx.rng.choice(["economy", "economy", "business"])
     args = {"access_token": token, "card_id": card, "travel_date": date, "travel_from": origin, "travel_to": target,
@@ -339,11 +350,10 @@ def booking_history(ctx: Context) -> Action | None:
 
 
 def card_balance(ctx: Context) -> Action | None:
-    api = ctx.instances[TRAVEL]
     token, token_words, waits = _token(ctx)
-    if token is None or not api.credit_card_list:
+    if token is None or not _cards(ctx):
         return None
-    card = ctx.rng.choice(sorted(api.credit_card_list))
+    card = ctx.rng.choice(_cards(ctx))
     return Action(f"tell me the balance of my card {quoted(card)}{token_words}",
                   [Call("get_credit_card_balance", {"access_token": token, "card_id": card}, new_step=waits)],
                   remember=_token_known)
@@ -362,7 +372,7 @@ def register_card(ctx: Context) -> Action | None:
                   [Call("register_credit_card", {"access_token": token, "card_number": number,
                                                  "expiration_date": expiry, "cardholder_name": holder,
                                                  "card_verification_number": cvv}, new_step=waits)],
-                  remember=_token_known)
+                  remember=_remember_card)
 
 
 def exchange(ctx: Context) -> Action | None:

@@ -224,6 +224,8 @@ def build_task(seed: int, index: int, kind: str, attempt: int = 0) -> dict:
     classes = _choose_classes(rng)
     initial_config = {name: initial_state(name, rng, big=long_context) for name in classes if name not in STATELESS}
     ctx = Context(rng, simulators.load_instances(initial_config, classes, long_context), long_context)
+    if "TravelAPI" in initial_config:
+        ctx.facts["travel_cards"] = sorted(initial_config["TravelAPI"]["credit_card_list"])
     turns = _sample_turns(ctx, classes, rng.randint(2, 4) if kind.startswith("miss") else rng.randint(2, 5))
     missed = {}
     if kind == "miss_func":
