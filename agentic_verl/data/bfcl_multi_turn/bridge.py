@@ -21,10 +21,18 @@ PACKAGE_DIR = Path(__file__).resolve().parents[2]  # agentic_verl/
 MODULE = "agentic_verl.data.bfcl_multi_turn.venv_main"
 
 
+def venv_dir() -> Path:
+    configured = os.environ.get(VENV_ENV, "").strip()
+    return Path(configured) if configured else PACKAGE_DIR.parent / ".venv-bfcl"
+
+
+def available() -> bool:
+    return (venv_dir() / "bin" / "python").exists()
+
+
 def venv_python() -> Path:
     """The venv's python; FileNotFoundError that says how to make it."""
-    configured = os.environ.get(VENV_ENV, "").strip()
-    venv = Path(configured) if configured else PACKAGE_DIR.parent / ".venv-bfcl"
+    venv = venv_dir()
     python = venv / "bin" / "python"
     if not python.exists():
         raise FileNotFoundError(f"the BFCL multi-turn generator runs bfcl-eval's simulators in {venv}, which has no "

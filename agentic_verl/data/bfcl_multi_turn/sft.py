@@ -128,9 +128,13 @@ async def _one(row: dict, entry: dict, trajectory: dict, *, tokenizer, hf_model_
 def build_rows(rows: list[dict], entries: list[dict], trajectories: list[dict], *, tokenizer,
                hf_model_type: str | None = None, max_length: int = 1 << 17) -> list[dict]:
     """SFT rows for the RL `rows` of `entries` and their gold `trajectories` (same order)."""
+    from agentic_verl.data.sft_trajectories import end_of_turn_id
+
     eos_id = tokenizer.eos_token_id
-    if eos_id is None:
-        raise ValueError("the tokenizer has no eos_token_id: the bfcl_multi_turn loop ends each step on EOS")
+    if eos_id is None or eos_id != end_of_turn_id(tokenizer):
+        raise ValueError(f"the tokenizer's EOS ({tokenizer.eos_token!r}) is not the token its chat template ends an "
+                         "assistant message with: the bfcl_multi_turn loop ends each step on EOS, so the SFT targets "
+                         "would teach another ending than the template's; fix the tokenizer's eos_token")
 
     async def run_all():
         return [await _one(row, entry, trajectory, tokenizer=tokenizer, hf_model_type=hf_model_type, eos_id=eos_id,
