@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-KINDS = ("base", "miss_func", "miss_param", "long_context")  # agentic_verl.data.bfcl_multi_turn.dataset.KINDS
+from agentic_verl.data.bfcl_multi_turn.core import CLASSES, KINDS  # standard library only: cheap at CLI start
 
 
 def register_subcommands(sub) -> None:
@@ -28,6 +28,9 @@ def register_subcommands(sub) -> None:
     p.add_argument("--count", type=int, required=True, help="number of tasks (>= 1)")
     p.add_argument("--kinds", nargs="+", default=list(KINDS), metavar="KIND",
                    help=f"task kinds, taking turns ({', '.join(KINDS)}; default: all)")
+    p.add_argument("--classes", nargs="+", default=None, metavar="CLASS",
+                   help=f"the simulators tasks may use ({', '.join(CLASSES)}; default: all); a task uses one or two, "
+                        "and each adds its function docs to the system prompt (2-6k tokens each)")
     sft = p.add_mutually_exclusive_group(required=True)
     sft.add_argument("--tokenizer", help="HF tokenizer folder of the model to train: writes OUT/sft.parquet")
     sft.add_argument("--no-sft", action="store_true", help="write no SFT parquet")
@@ -44,7 +47,7 @@ def _bfcl_multi_turn(args) -> int:
 
     from agentic_verl.data.bfcl_multi_turn.dataset import check_arguments, write_dataset
 
-    check_arguments(args.seed, args.count, args.kinds)  # before any work: a bad argument is an error at once
+    check_arguments(args.seed, args.count, args.kinds, args.classes)  # a bad argument is an error before any work
     if (args.endpoint is None) != (args.model_name is None):
         raise ValueError("--endpoint and --model-name go together (the model that rewrites the user turns)")
     if args.tokenizer is not None and not Path(args.tokenizer).is_dir():
@@ -58,8 +61,8 @@ def _bfcl_multi_turn(args) -> int:
         judge = JudgeClient(args.endpoint, args.model_name, api_key_env=args.api_key_env,
                             cache_dir=args.cache_dir or Path(args.out) / "judge_cache")
         asyncio.run(judge.check())  # EndpointError before any work when the server or model is not there
-    stats = write_dataset(args.out, seed=args.seed, count=args.count, kinds=args.kinds, tokenizer=args.tokenizer,
-                          judge=judge)
+    stats = write_dataset(args.out, seed=args.seed, count=args.count, kinds=args.kinds, classes=args.classes,
+                          tokenizer=args.tokenizer, judge=judge)
     print(json.dumps({k: stats[k] for k in ("tasks", "by_kind", "dropped_bfcl_overlap", "dropped_no_valid_task")}))
     print(f"data bfcl-multi-turn: {stats['tasks']} tasks -> {args.out}"
           + (f" (SFT: {stats['sft']['rows']} rows, {stats['sft']['tokens']} tokens)" if "sft" in stats else ""))

@@ -223,14 +223,15 @@ def test_the_command_writes_sft_rows_our_sft_dataset_reads(smollm2_dir, tmp_path
 
     out = tmp_path / "out"
     assert main(["data", "bfcl-multi-turn", "--out", str(out), "--seed", "3", "--count", "2", "--kinds", "base",
-                 "miss_param", "--tokenizer", str(smollm2_dir)]) == 0
+                 "miss_param", "--classes", "MessageAPI", "TicketAPI", "--tokenizer", str(smollm2_dir)]) == 0
     assert "2 tasks" in capsys.readouterr().out
     frame = pd.read_parquet(out / "sft.parquet")
     rl = pd.read_parquet(out / "rl.parquet")
     assert list(frame["id"]) == [info["id"] for info in rl["extra_info"]] == ["gen3_multi_turn_base_0",
                                                                              "gen3_multi_turn_miss_param_1"]
+    assert all(set(info["involved_classes"]) <= {"MessageAPI", "TicketAPI"} for info in rl["extra_info"])
     stats = json.loads((out / "stats.json").read_text())
-    assert stats["sft"]["rows"] == 2 and stats["sft"]["tokens"] == int(frame["num_tokens"].sum())
+    assert stats["classes"] == ["MessageAPI", "TicketAPI"] and stats["sft"]["rows"] == 2 and stats["sft"]["tokens"] == int(frame["num_tokens"].sum())
     from transformers import AutoTokenizer
 
     data = PretokenizedSFTDataset(str(out / "sft.parquet"), AutoTokenizer.from_pretrained(str(smollm2_dir)),
@@ -247,6 +248,7 @@ def test_bad_arguments_fail_before_any_work(tmp_path, monkeypatch, capsys):
              (["--no-sft", "--seed", "0", "--count", "0"], "count must be an integer >= 1, got 0"),
              (["--no-sft", "--seed", "0", "--count", "2", "--kinds", "base", "sideways"], "kinds must be distinct"),
              (["--no-sft", "--seed", "0", "--count", "2", "--kinds", "base", "base"], "kinds must be distinct"),
+             (["--no-sft", "--seed", "0", "--count", "2", "--classes", "Kitchen"], "classes must be distinct"),
              (["--no-sft", "--seed", "0", "--count", "2", "--endpoint", "http://127.0.0.1:9"], "go together"),
              (["--seed", "0", "--count", "2", "--tokenizer", str(tmp_path / "nowhere")], "is not a folder")]
     for extra, message in cases:

@@ -56,10 +56,12 @@ def run_venv(args: list[str], payload: str = "", timeout_s: float = 3600.0) -> l
     return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
 
 
-def generate(seed: int, start: int, count: int, kinds: list[str]) -> tuple[list[dict], list[dict], dict]:
-    """(tasks, dropped indices with their reasons, rejection counts) for task indices start..start+count-1."""
+def generate(seed: int, start: int, count: int, kinds: list[str],
+             classes: list[str] | None = None) -> tuple[list[dict], list[dict], dict]:
+    """(tasks, dropped indices with their reasons, rejection counts) for task indices start..start+count-1, on
+    `classes` (default: all)."""
     lines = run_venv(["generate", "--seed", str(seed), "--start", str(start), "--count", str(count), "--kinds",
-                      ",".join(kinds)])
+                      ",".join(kinds), "--classes", ",".join(classes or [])])
     tasks = [line["task"] for line in lines if "task" in line]
     dropped = [line for line in lines if "dropped" in line]
     stats = next((line["stats"] for line in lines if "stats" in line), None)

@@ -18,6 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+KINDS = ("base", "miss_func", "miss_param", "long_context")  # BFCL's four multi-turn categories
+CLASSES = ("GorillaFileSystem", "MathAPI", "MessageAPI", "TicketAPI", "TradingBot", "TravelAPI", "TwitterAPI",
+           "VehicleControlAPI")  # bfcl-eval's multi-turn simulator classes, each with its request samplers
 _LITERALS = (str, int, float, bool, type(None))
 
 

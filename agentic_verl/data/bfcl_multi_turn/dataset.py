@@ -27,14 +27,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agentic_verl.data.bfcl_multi_turn import bridge
+from agentic_verl.data.bfcl_multi_turn.core import CLASSES, KINDS
 from agentic_verl.data.bfcl_multi_turn.overlap import BfclMultiTurnSet
 from agentic_verl.data.bfcl_multi_turn.rows import bfcl_files, kind_of, rl_row
 
-KINDS = ("base", "miss_func", "miss_param", "long_context")  # tasks.KINDS (tasks.py imports bfcl-eval)
 MAX_INDEX_FACTOR = 3  # more than count * 3 + 20 indices tried: something is wrong with the generator
 
 
-def check_arguments(seed: int, count: int, kinds: Sequence[str]) -> list[str]:
+def check_arguments(seed: int, count: int, kinds: Sequence[str], classes: Sequence[str] | None = None) -> list[str]:
     if not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
     if not isinstance(count, int) or count < 1:
@@ -43,12 +43,17 @@ def check_arguments(seed: int, count: int, kinds: Sequence[str]) -> list[str]:
     unknown = [kind for kind in kinds if kind not in KINDS]
     if not kinds or unknown or len(set(kinds)) != len(kinds):
         raise ValueError(f"kinds must be distinct names among {', '.join(KINDS)}; got {kinds}")
+    if classes is not None and (not classes or set(classes) - set(CLASSES) or len(set(classes)) != len(classes)):
+        raise ValueError(f"classes must be distinct names among {', '.join(CLASSES)}; got {list(classes)}")
     return kinds
 
 
-def generate_tasks(seed: int, count: int, kinds: Sequence[str], *, judge=None) -> tuple[list[dict], dict]:
-    """`count` tasks ({"entry", "trajectory"}) that share nothing with BFCL's multi-turn questions, and stats."""
-    kinds = check_arguments(seed, count, kinds)
+def generate_tasks(seed: int, count: int, kinds: Sequence[str], *, classes: Sequence[str] | None = None,
+                   judge=None) -> tuple[list[dict], dict]:
+    """`count` tasks ({"entry", "trajectory"}) on `classes` (default: all of them) that share nothing with BFCL's
+    multi-turn questions, and stats."""
+    kinds = check_arguments(seed, count, kinds, classes)
+    classes = sorted(classes) if classes else None
     bfcl = BfclMultiTurnSet.load()
     tasks: list[dict] = []
     stats = {"bfcl_questions_compared": bfcl.questions, "indices_tried": 0, "dropped_no_valid_task": 0,
@@ -57,7 +62,7 @@ def generate_tasks(seed: int, count: int, kinds: Sequence[str], *, judge=None) -
         start, need = stats["indices_tried"], count - len(tasks)
         if start + need > count * MAX_INDEX_FACTOR + 20:
             raise RuntimeError(f"{start} task indices gave only {len(tasks)} usable tasks: {stats}")
-        batch, dropped, rejected = bridge.generate(seed, start, need, kinds)
+        batch, dropped, rejected = bridge.generate(seed, start, need, kinds, classes)
         stats["indices_tried"] += need
         stats["dropped_no_valid_task"] += len(dropped)
         stats["rejected_attempts"].update(rejected)
@@ -90,12 +95,13 @@ def _task_stats(tasks: list[dict]) -> dict:
 
 
 def write_dataset(out: str | Path, *, seed: int = 0, count: int = 200, kinds: Sequence[str] = KINDS,
-                  tokenizer=None, judge=None) -> dict:
-    """Generate and write everything (module docstring); `tokenizer` (a folder or a tokenizer) for sft.parquet,
-    None for none; `judge` (a `JudgeClient`) to rewrite user turns. Returns the stats (also in stats.json)."""
+                  classes: Sequence[str] | None = None, tokenizer=None, judge=None) -> dict:
+    """Generate and write everything (module docstring); `classes` limits the simulators tasks use (default: all);
+    `tokenizer` (a folder or a tokenizer) for sft.parquet, None for none; `judge` (a `JudgeClient`) to rewrite user
+    turns. Returns the stats (also in stats.json)."""
     import pandas as pd
 
-    tasks, stats = generate_tasks(seed, count, kinds, judge=judge)
+    tasks, stats = generate_tasks(seed, count, kinds, classes=classes, judge=judge)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     entries = [task["entry"] for task in tasks]
@@ -105,7 +111,8 @@ def write_dataset(out: str | Path, *, seed: int = 0, count: int = 200, kinds: Se
             f.write(json.dumps(task["trajectory"], ensure_ascii=False) + "\n")
     rows = [rl_row(entry, index) for index, entry in enumerate(entries)]
     pd.DataFrame(rows).to_parquet(out / "rl.parquet", index=False)
-    stats = {"seed": seed, "count": count, "kinds": list(kinds), **_task_stats(tasks), **stats}
+    stats = {"seed": seed, "count": count, "kinds": list(kinds), "classes": sorted(classes or CLASSES),
+             **_task_stats(tasks), **stats}
     if tokenizer is not None:
         stats["sft"] = _write_sft(out / "sft.parquet", rows, tasks, tokenizer)
     (out / "stats.json").write_text(json.dumps(stats, indent=1) + "\n")

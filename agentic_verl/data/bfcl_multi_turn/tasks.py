@@ -33,10 +33,9 @@ from agentic_verl.data.bfcl_multi_turn import (
     actions_vehicle,
     simulators,
 )
-from agentic_verl.data.bfcl_multi_turn.core import Action, Context, Missing, join_words
+from agentic_verl.data.bfcl_multi_turn.core import CLASSES, KINDS, Action, Context, Missing, join_words
 from agentic_verl.data.bfcl_multi_turn.states import STATELESS, initial_state
 
-KINDS = ("base", "miss_func", "miss_param", "long_context")
 SAMPLERS = {
     "GorillaFileSystem": actions_files.SAMPLERS,
     "MessageAPI": actions_social.MESSAGE_SAMPLERS,
@@ -47,7 +46,7 @@ SAMPLERS = {
     "VehicleControlAPI": actions_vehicle.VEHICLE_SAMPLERS,
     "MathAPI": actions_vehicle.MATH_SAMPLERS,
 }
-STATEFUL = sorted(set(SAMPLERS) - set(STATELESS))
+assert tuple(sorted(SAMPLERS)) == CLASSES, "core.CLASSES lists the classes that have samplers"
 _OPENERS = [("", "."), ("Please ", "."), ("Could you ", "?"), ("I need you to ", "."), ("Now ", "."),
             ("Next, ", "."), ("I'd like you to ", "."), ("Go ahead and ", ".")]  # fmt: skip
 _CONNECTIVES = [", then ", " and then ", ", and after that ", ". After that, "]
@@ -115,11 +114,14 @@ def sample_action(ctx: Context, classes: list[str], owners: dict[str, str], trie
     return None
 
 
-def _choose_classes(rng: random.Random) -> list[str]:
-    if rng.random() < 0.4:
-        return [rng.choice(STATEFUL)]
-    first = rng.choice(STATEFUL)
-    return [first, rng.choice([c for c in sorted(SAMPLERS) if c != first])]
+def _choose_classes(rng: random.Random, pool: list[str]) -> list[str]:
+    """One class (40%) or two, from `pool`; a stateless class (MathAPI) only beside a stateful one, unless the pool
+    has nothing else."""
+    stateful = [name for name in pool if name not in STATELESS] or list(pool)
+    if len(pool) == 1 or rng.random() < 0.4:
+        return [rng.choice(stateful)]
+    first = rng.choice(stateful)
+    return [first, rng.choice([name for name in pool if name != first])]
 
 
 def compose(rng: random.Random, says: list[str]) -> str:
@@ -215,13 +217,17 @@ def _answer_text(turn: Turn) -> str:
     return f"<think>Everything asked in this turn is done.</think>\n\nDone. I took care of this: {done}."
 
 
-def build_task(seed: int, index: int, kind: str, attempt: int = 0) -> dict:
-    """{"entry", "trajectory"} of one task (see the module docstring); Rejected when this attempt gives none."""
+def build_task(seed: int, index: int, kind: str, attempt: int = 0, classes: list[str] | None = None) -> dict:
+    """{"entry", "trajectory"} of one task (see the module docstring) on `classes` (default: all); Rejected when
+    this attempt gives none."""
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}; known: {', '.join(KINDS)}")
+    pool = sorted(classes or SAMPLERS)
+    if not pool or set(pool) - set(SAMPLERS):
+        raise ValueError(f"classes must be among {', '.join(sorted(SAMPLERS))}; got {classes}")
     rng = random.Random(f"bfcl-multi-turn/{seed}/{index}/{attempt}")
     long_context = kind == "long_context"
-    classes = _choose_classes(rng)
+    classes = _choose_classes(rng, pool)
     initial_config = {name: initial_state(name, rng, big=long_context) for name in classes if name not in STATELESS}
     ctx = Context(rng, simulators.load_instances(initial_config, classes, long_context), long_context)
     if "TravelAPI" in initial_config:
