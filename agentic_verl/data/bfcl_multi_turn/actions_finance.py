@@ -107,7 +107,7 @@ def account_info(ctx: Context) -> Action | None:
 def fund(ctx: Context) -> Action | None:
     if not ctx.instances[TRADING].authenticated:
         return None
-    amount = float(ctx.rng.randint(1, 40) * 50)
+    amount = ctx.rng.randint(1, 40) * 50
     return Action(f"deposit {money(amount)} into my trading account", [Call("fund_account", {"amount": amount})],
                   Missing("add some money to my trading account", "How much should I deposit?",
                           f"Deposit {money(amount)}."))
@@ -115,7 +115,7 @@ def fund(ctx: Context) -> Action | None:
 
 def withdraw(ctx: Context) -> Action | None:
     bot = ctx.instances[TRADING]
-    amount = float(ctx.rng.randint(1, 20) * 25)
+    amount = ctx.rng.randint(1, 20) * 25
     if not bot.authenticated or bot.market_status != "Open" or amount > bot.account_info["balance"]:
         return None
     return Action(f"withdraw {money(amount)} from my trading account", [Call("withdraw_funds", {"amount": amount})])
@@ -159,8 +159,8 @@ def sector(ctx: Context) -> Action | None:
 def filter_by_price(ctx: Context) -> Action | None:
     bot = ctx.instances[TRADING]
     symbols = ctx.rng.sample(sorted(bot.stocks), min(len(bot.stocks), ctx.rng.randint(2, 4)))
-    low = float(ctx.rng.randint(0, 8) * 50)
-    high = low + float(ctx.rng.randint(2, 10) * 50)
+    low = ctx.rng.randint(0, 8) * 50
+    high = low + ctx.rng.randint(2, 10) * 50
     return Action(f"tell me which of {join_words(symbols)} trade between {money(low)} and {money(high)}",
                   [Call("filter_stocks_by_price", {"stocks": symbols, "min_price": low, "max_price": high})])
 
@@ -219,6 +219,11 @@ def _remember_card(ctx: Context, results: list) -> None:
     _token_known(ctx, results)
 
 
+def _article(travel_class: str) -> str:
+    """'an economy-class', 'a first-class'."""
+    return f"{'an' if travel_class[0] in 'aeiou' else 'a'} {travel_class}-class"
+
+
 def _date(ctx: Context) -> str:
     return f"{ctx.rng.randint(2026, 2027)}-{ctx.rng.randint(1, 12):02d}-{ctx.rng.randint(1, 28):02d}"
 
@@ -258,9 +263,9 @@ def flight_cost(ctx: Context) -> Action | None:
     origin, target = ctx.rng.choice(_routes(ctx))
     date, travel_class = _date(ctx), ctx.rng.choice(["economy", "business", "first"])
     args = {"travel_from": origin, "travel_to": target, "travel_date": date, "travel_class": travel_class}
-    return Action(f"tell me what a {travel_class} flight from {origin} to {target} on {date} costs",
+    return Action(f"tell me what {_article(travel_class)} flight from {origin} to {target} on {date} costs",
                   [Call("get_flight_cost", args)],
-                  Missing(f"tell me what a {travel_class} flight from {origin} to {target} costs",
+                  Missing(f"tell me what {_article(travel_class)} flight from {origin} to {target} costs",
                           "On which date would you fly?", f"On {date}."))
 
 
@@ -282,7 +287,7 @@ def book_flight(ctx: Context) -> Action | None:
     date, travel_class = _date(ctx), ctx.rng.choice(["economy", "economy", "business"])
     args = {"access_token": token, "card_id": card, "travel_date": date, "travel_from": origin, "travel_to": target,
             "travel_class": travel_class}
-    trip = f"a {travel_class} flight from {origin} to {target} on {date}"
+    trip = f"{_article(travel_class)} flight from {origin} to {target} on {date}"
     return Action(f"book {trip} with my card {quoted(card)}{token_words}", [Call("book_flight", args, new_step=waits)],
                   Missing(f"book {trip}{token_words}", "Which card should I charge for the flight?",
                           f"Use the card with ID {quoted(card)}."),
@@ -324,7 +329,7 @@ def insurance(ctx: Context) -> Action | None:
     if token is None or ref is None:
         return None
     card = api.booking_record[ref[0]]["card_id"]
-    kind, cost = ctx.rng.choice(["comprehensive", "cancellation", "baggage"]), float(ctx.rng.randint(2, 12) * 10)
+    kind, cost = ctx.rng.choice(["comprehensive", "cancellation", "baggage"]), ctx.rng.randint(2, 12) * 10
     return Action(f"buy {kind} insurance for {ref[1]} for {money(cost)}, paid with the same card{token_words}",
                   [Call("purchase_insurance", {"access_token": token, "insurance_type": kind, "booking_id": ref[0],
                                                "insurance_cost": cost, "card_id": card}, new_step=ref[2] or waits)],
@@ -376,7 +381,7 @@ def register_card(ctx: Context) -> Action | None:
 
 
 def exchange(ctx: Context) -> Action | None:
-    currency, value = ctx.rng.choice(CURRENCIES), float(ctx.rng.randint(2, 400) * 5)
+    currency, value = ctx.rng.choice(CURRENCIES), ctx.rng.randint(2, 400) * 5
     if ctx.rng.random() < 0.5:
         base, target = "USD", currency
     else:
@@ -389,7 +394,7 @@ def budget(ctx: Context) -> Action | None:
     token, token_words, waits = _token(ctx)
     if token is None:
         return None
-    limit = float(ctx.rng.randint(1, 30) * 50)
+    limit = ctx.rng.randint(1, 30) * 50
     return Action(f"set my travel budget limit to {money(limit)}{token_words}",
                   [Call("set_budget_limit", {"access_token": token, "budget_limit": limit}, new_step=waits)],
                   remember=_token_known)

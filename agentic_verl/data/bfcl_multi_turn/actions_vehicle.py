@@ -57,22 +57,22 @@ def fill_tank(ctx: Context) -> Action | None:
     if room < 2:
         return None
     if ctx.rng.random() < 0.3:
-        liters = float(ctx.rng.randint(1, max(1, int(room * 3.7) // 5)) * 5)
+        liters = ctx.rng.randint(1, max(1, int(room * 3.7) // 5)) * 5
         gallons = liters * 0.264172
         return Action(f"add {int(liters)} liters of fuel to the tank",
                       [Call("liter_to_gallon", {"liter": liters}),
                        Call("fillFuelTank", {"fuelAmount": gallons}, new_step=True)])
-    amount = float(ctx.rng.randint(1, room))
+    amount = ctx.rng.randint(1, room)
     return Action(f"put {int(amount)} gallons of fuel in the tank", [Call("fillFuelTank", {"fuelAmount": amount})],
                   Missing("put some fuel in the tank", "How many gallons should I add?", f"Add {int(amount)} gallons."))
 
 
 def climate(ctx: Context) -> Action | None:
     if ctx.rng.random() < 0.3:
-        temperature = float(ctx.rng.randint(60, 80))
+        temperature = ctx.rng.randint(60, 80)
         return Action(f"set the air conditioning to {int(temperature)} degrees Fahrenheit",
                       [Call("adjustClimateControl", {"temperature": temperature, "unit": "fahrenheit"})])
-    temperature, fan = float(ctx.rng.randint(16, 28)), ctx.rng.randrange(10, 101, 10)
+    temperature, fan = ctx.rng.randint(16, 28), ctx.rng.randrange(10, 101, 10)
     mode = ctx.rng.choice(["auto", "cool", "heat", "defrost"])
     return Action(f"set the air conditioning to {int(temperature)} degrees Celsius in {mode} mode with fan speed {fan}",
                   [Call("adjustClimateControl", {"temperature": temperature, "unit": "celsius", "fanSpeed": fan,
@@ -108,7 +108,7 @@ def brake_pedal(ctx: Context) -> Action | None:
 def cruise(ctx: Context) -> Action | None:
     if ctx.instances[VEHICLE].engine_state != "running":
         return None
-    speed, distance = float(ctx.rng.randrange(30, 121, 5)), float(ctx.rng.randrange(20, 101, 10))
+    speed, distance = ctx.rng.randrange(30, 121, 5), ctx.rng.randrange(20, 101, 10)
     return Action(f"turn on cruise control at {int(speed)} mph, keeping {int(distance)} meters to the car ahead",
                   [Call("setCruiseControl", {"speed": speed, "activate": True, "distanceToNextVehicle": distance})],
                   Missing(f"turn on cruise control at {int(speed)} mph", "How far from the car ahead should I stay?",
@@ -136,13 +136,13 @@ def distance(ctx: Context) -> Action | None:
 
 
 def feasibility(ctx: Context) -> Action | None:
-    miles = float(ctx.rng.randint(5, 120) * 10)
+    miles = ctx.rng.randint(5, 120) * 10
     return Action(f"tell me whether I can drive {int(miles)} miles on the fuel I have",
                   [Call("estimate_drive_feasibility_by_mileage", {"distance": miles})])
 
 
 def convert_volume(ctx: Context) -> Action | None:
-    amount = float(ctx.rng.randint(2, 60))
+    amount = ctx.rng.randint(2, 60)
     if ctx.rng.random() < 0.5:
         return Action(f"convert {int(amount)} gallons to liters", [Call("gallon_to_liter", {"gallon": amount})])
     return Action(f"convert {int(amount)} liters to gallons", [Call("liter_to_gallon", {"liter": amount})])
@@ -171,7 +171,7 @@ def log(ctx: Context) -> Action | None:
 
 # -- MathAPI (stateless) ----------------------------------------------------------------------------
 def _number(ctx: Context) -> float:
-    return float(ctx.rng.randint(-50, 500)) if ctx.rng.random() < 0.6 else round(ctx.rng.uniform(0.5, 300), 2)
+    return ctx.rng.randint(-50, 500) if ctx.rng.random() < 0.6 else round(ctx.rng.uniform(0.5, 300), 2)
 
 
 def _show(value: float) -> str:
@@ -199,7 +199,7 @@ def other_math(ctx: Context) -> Action | None:
     x = _number(ctx)
     choice = ctx.rng.randrange(4)
     if choice == 0:
-        exponent = float(ctx.rng.randint(2, 4))
+        exponent = ctx.rng.randint(2, 4)
         return Action(f"raise {_show(x)} to the power {_show(exponent)}",
                       [Call("power", {"base": x, "exponent": exponent})])
     if choice == 1:
@@ -208,15 +208,15 @@ def other_math(ctx: Context) -> Action | None:
         return Action(f"round {value} to {places} decimal places",
                       [Call("round_number", {"number": value, "decimal_places": places})])
     if choice == 2:
-        whole = float(ctx.rng.randint(50, 1000))
-        part = float(ctx.rng.randint(1, int(whole)))
+        whole = ctx.rng.randint(50, 1000)
+        part = ctx.rng.randint(1, whole)
         return Action(f"tell me what percentage {_show(part)} is of {_show(whole)}",
                       [Call("percentage", {"part": part, "whole": whole})])
     return Action(f"give me the absolute value of {_show(x)}", [Call("absolute_value", {"number": x})])
 
 
 def unit_conversion(ctx: Context) -> Action | None:
-    value = float(ctx.rng.randint(1, 500))
+    value = ctx.rng.randint(1, 500)
     if ctx.rng.random() < 0.5:
         unit_in, unit_out = ctx.rng.sample(["km", "m", "cm", "mm"], 2)
         return Action(f"convert {_show(value)} {unit_in} to {unit_out}",

@@ -130,6 +130,8 @@ def compose(rng: random.Random, says: list[str]) -> str:
     for say in says[1:]:
         body += rng.choice(_CONNECTIVES) + say
     opener, end = rng.choice(_OPENERS)
+    if opener.lower().startswith("go ahead") and body.startswith("go "):
+        opener, end = "", "."
     text = opener + body
     return text[0].upper() + text[1:] + end
 
@@ -201,7 +203,8 @@ def _step_text(step: list[tuple[Action, int]]) -> str:
         indices = [j for other, j in step if other is action]
         names = join_words(list(dict.fromkeys(action.calls[j].name for j in indices)))
         first = indices[0] == 0
-        reasons.append(f"To {action.say}, I call {names}." if first else f"With that result I can call {names}.")
+        reasons.append(f"The user asks: {action.say}. That takes {names}." if first
+                       else f"With that result I can go on with {names}.")
     calls = ", ".join(action.calls[i].text for action, i in step)
     return f"<think>{' '.join(reasons)}</think>\n\n[{calls}]"
 
@@ -211,10 +214,11 @@ def _answer_text(turn: Turn) -> str:
         return f"<think>The request leaves out something I need before I can act.</think>\n\n{turn.missing.ask}"
     if turn.answer == "cannot":
         say = turn.unable.say
-        return (f"<think>None of the functions available to me can {say}.</think>\n\n"
-                f"I cannot {say} with the functions I have right now, so I have not started on this request.")
+        return (f"<think>The user asks: {say}. None of the functions available to me does that.</think>\n\n"
+                f"None of the functions I have can do this part of your request: {say}. I have not started on "
+                "the request.")
     done = "; ".join(action.say for action in turn.actions)
-    return f"<think>Everything asked in this turn is done.</think>\n\nDone. I took care of this: {done}."
+    return f"<think>Everything asked in this turn is done.</think>\n\nDone. The request was: {done}."
 
 
 def build_task(seed: int, index: int, kind: str, attempt: int = 0, classes: list[str] | None = None) -> dict:
