@@ -34,6 +34,8 @@ def register_subcommands(sub) -> None:
     sft = p.add_mutually_exclusive_group(required=True)
     sft.add_argument("--tokenizer", help="HF tokenizer folder of the model to train: writes OUT/sft.parquet")
     sft.add_argument("--no-sft", action="store_true", help="write no SFT parquet")
+    p.add_argument("--sft-max-tokens", type=int, default=None,
+                   help="leave SFT rows longer than this out (counted in stats.json; long-context rows reach ~90k)")
     p.add_argument("--endpoint", default=None,
                    help="optional: an OpenAI-compatible server whose model rewrites the templated user turns")
     p.add_argument("--model-name", default=None, help="the rewriting model's name (with --endpoint)")
@@ -50,6 +52,8 @@ def _bfcl_multi_turn(args) -> int:
     check_arguments(args.seed, args.count, args.kinds, args.classes)  # a bad argument is an error before any work
     if (args.endpoint is None) != (args.model_name is None):
         raise ValueError("--endpoint and --model-name go together (the model that rewrites the user turns)")
+    if args.sft_max_tokens is not None and (args.no_sft or args.sft_max_tokens < 1):
+        raise ValueError(f"--sft-max-tokens must be >= 1 and comes with --tokenizer, got {args.sft_max_tokens}")
     if args.tokenizer is not None and not Path(args.tokenizer).is_dir():
         raise FileNotFoundError(f"--tokenizer {args.tokenizer} is not a folder")
     judge = None
@@ -62,7 +66,7 @@ def _bfcl_multi_turn(args) -> int:
                             cache_dir=args.cache_dir or Path(args.out) / "judge_cache")
         asyncio.run(judge.check())  # EndpointError before any work when the server or model is not there
     stats = write_dataset(args.out, seed=args.seed, count=args.count, kinds=args.kinds, classes=args.classes,
-                          tokenizer=args.tokenizer, judge=judge)
+                          tokenizer=args.tokenizer, sft_max_tokens=args.sft_max_tokens, judge=judge)
     print(json.dumps({k: stats[k] for k in ("tasks", "by_kind", "dropped_bfcl_overlap", "dropped_no_valid_task")}))
     print(f"data bfcl-multi-turn: {stats['tasks']} tasks -> {args.out}"
           + (f" (SFT: {stats['sft']['rows']} rows, {stats['sft']['tokens']} tokens)" if "sft" in stats else ""))

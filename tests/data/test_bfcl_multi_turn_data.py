@@ -223,7 +223,8 @@ def test_the_command_writes_sft_rows_our_sft_dataset_reads(smollm2_dir, tmp_path
 
     out = tmp_path / "out"
     assert main(["data", "bfcl-multi-turn", "--out", str(out), "--seed", "3", "--count", "2", "--kinds", "base",
-                 "miss_param", "--classes", "MessageAPI", "TicketAPI", "--tokenizer", str(smollm2_dir)]) == 0
+                 "miss_param", "--classes", "MessageAPI", "TicketAPI", "--tokenizer", str(smollm2_dir),
+                 "--sft-max-tokens", "100000"]) == 0
     assert "2 tasks" in capsys.readouterr().out
     frame = pd.read_parquet(out / "sft.parquet")
     rl = pd.read_parquet(out / "rl.parquet")
@@ -231,12 +232,21 @@ def test_the_command_writes_sft_rows_our_sft_dataset_reads(smollm2_dir, tmp_path
                                                                              "gen3_multi_turn_miss_param_1"]
     assert all(set(info["involved_classes"]) <= {"MessageAPI", "TicketAPI"} for info in rl["extra_info"])
     stats = json.loads((out / "stats.json").read_text())
-    assert stats["classes"] == ["MessageAPI", "TicketAPI"] and stats["sft"]["rows"] == 2 and stats["sft"]["tokens"] == int(frame["num_tokens"].sum())
+    assert stats["classes"] == ["MessageAPI", "TicketAPI"] and stats["sft"]["rows"] == 2
+    assert stats["sft"]["dropped_too_long"] == 0 and stats["sft"]["tokens"] == int(frame["num_tokens"].sum())
     from transformers import AutoTokenizer
 
     data = PretokenizedSFTDataset(str(out / "sft.parquet"), AutoTokenizer.from_pretrained(str(smollm2_dir)),
                                   {"max_length": int(frame["num_tokens"].max())})
     assert len(data) == 2 and int(data[1]["loss_mask"].sum()) == int(frame["num_target_tokens"][1])
+
+    shortest = int(frame["num_tokens"].min())  # --sft-max-tokens leaves the longer row out, and counts it
+    assert frame["num_tokens"].max() > shortest
+    stats = dataset.write_dataset(tmp_path / "short", seed=3, count=2, kinds=["base", "miss_param"],
+                                  classes=["MessageAPI", "TicketAPI"], tokenizer=str(smollm2_dir),
+                                  sft_max_tokens=shortest)
+    assert stats["sft"]["rows"] == 1 and stats["sft"]["dropped_too_long"] == 1
+    assert list(pd.read_parquet(tmp_path / "short" / "sft.parquet")["num_tokens"]) == [shortest]
 
 
 def test_bad_arguments_fail_before_any_work(tmp_path, monkeypatch, capsys):
@@ -250,6 +260,7 @@ def test_bad_arguments_fail_before_any_work(tmp_path, monkeypatch, capsys):
              (["--no-sft", "--seed", "0", "--count", "2", "--kinds", "base", "base"], "kinds must be distinct"),
              (["--no-sft", "--seed", "0", "--count", "2", "--classes", "Kitchen"], "classes must be distinct"),
              (["--no-sft", "--seed", "0", "--count", "2", "--endpoint", "http://127.0.0.1:9"], "go together"),
+             (["--no-sft", "--seed", "0", "--count", "2", "--sft-max-tokens", "900"], "comes with --tokenizer"),
              (["--seed", "0", "--count", "2", "--tokenizer", str(tmp_path / "nowhere")], "is not a folder")]
     for extra, message in cases:
         assert main(base + extra) == 2

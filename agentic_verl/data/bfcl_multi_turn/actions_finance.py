@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 
 from agentic_verl.data.bfcl_multi_turn import vocab
-from agentic_verl.data.bfcl_multi_turn.core import Action, Call, Context, Missing, join_words, money, quoted
+from agentic_verl.data.bfcl_multi_turn.core import Action, Call, Context, Missing, asks, join_words, money, quoted
 from agentic_verl.data.bfcl_multi_turn.states import COMPANY_SYMBOLS
 
 TRADING, TRAVEL = "TradingBot", "TravelAPI"
@@ -171,6 +171,12 @@ def price_alert(ctx: Context) -> Action | None:
     threshold = ctx.rng.choice([0.5, 1.0, 1.5, 2.0])
     return Action(f"check whether {join_words(symbols, 'or')} moved by at least {threshold}%",
                   [Call("notify_price_change", {"stocks": symbols, "threshold": threshold})])
+
+
+def transactions(ctx: Context) -> Action | None:
+    if not ctx.instances[TRADING].authenticated:
+        return None
+    return Action("show me my transaction history", [Call("get_transaction_history", {})])
 
 
 def trading_logout(ctx: Context) -> Action | None:
@@ -418,8 +424,12 @@ def all_cards(ctx: Context) -> Action | None:
 TRADING_SAMPLERS = [(3, trading_login), (0.6, symbol_by_name), (1, stock_info), (3, place_order), (1, cancel_order),
                     (1, order_details), (0.6, account_info), (1, fund), (0.8, withdraw), (1, watch), (0.8, unwatch),
                     (0.6, watchlist), (0.5, order_history), (0.5, sector), (0.7, filter_by_price),
-                    (0.6, price_alert), (0.2, trading_logout)]  # fmt: skip
+                    (0.6, price_alert), (0.2, trading_logout), (0.4, transactions),
+                    (0.2, asks("tell me the current time on the trading platform", "get_current_time")),
+                    (0.2, asks("check whether I am logged in to my trading account", "trading_get_login_status"))]
 TRAVEL_SAMPLERS = [(1, authenticate), (1, flight_cost), (0.6, nearest_airport), (3, book_flight),
                    (1, cancel_booking), (1, invoice), (0.8, insurance), (0.6, support), (0.6, booking_history),
                    (0.8, card_balance), (0.6, register_card), (0.8, exchange), (0.6, budget), (0.6, verify_traveler),
-                   (0.4, all_cards)]  # fmt: skip
+                   (0.4, all_cards), (0.2, asks("list every airport you can book", "list_all_airports")),
+                   (0.2, asks("tell me the budget fiscal year", "get_budget_fiscal_year")),
+                   (0.2, asks("check whether I am logged in to the travel system", "travel_get_login_status"))]

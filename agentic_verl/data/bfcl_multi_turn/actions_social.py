@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from agentic_verl.data.bfcl_multi_turn import vocab
-from agentic_verl.data.bfcl_multi_turn.core import Action, Call, Context, Missing, join_words, quoted
+from agentic_verl.data.bfcl_multi_turn.core import Action, Call, Context, Missing, asks, join_words, quoted
 
 MESSAGE, TWITTER, TICKET = "MessageAPI", "TwitterAPI", "TicketAPI"
 
@@ -329,9 +329,12 @@ def ticket_logout(ctx: Context) -> Action | None:
 
 
 MESSAGE_SAMPLERS = [(3, message_login), (3, send_message), (1, view_sent), (1, delete_message), (1, add_contact),
-                    (1, search_messages), (0.6, message_stats), (0.6, list_users)]  # fmt: skip
+                    (1, search_messages), (0.6, message_stats), (0.6, list_users),
+                    (0.2, asks("check whether I am logged in to the messaging app", "message_get_login_status"))]
 TWITTER_SAMPLERS = [(3, twitter_login), (3, post_tweet), (1, retweet), (1.5, comment), (0.8, mention), (1, follow),
                     (0.8, unfollow), (0.6, list_following), (0.6, get_tweet), (0.6, user_tweets), (0.8, search_tweets),
-                    (0.8, tweet_comments), (0.5, user_stats)]  # fmt: skip
+                    (0.8, tweet_comments), (0.5, user_stats),
+                    (0.2, asks("tell me whether I am signed in to Twitter", "posting_get_login_status"))]
 TICKET_SAMPLERS = [(3, ticket_login), (3, create_ticket), (1, get_ticket), (1, close_ticket), (1, resolve_ticket),
-                   (1, edit_ticket), (1, my_tickets), (0.3, ticket_logout)]  # fmt: skip
+                   (1, edit_ticket), (1, my_tickets), (0.3, ticket_logout),
+                   (0.2, asks("check whether I am logged in to the ticket system", "ticket_get_login_status"))]

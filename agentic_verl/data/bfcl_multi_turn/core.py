@@ -93,6 +93,16 @@ class Context:
 Sampler = Callable[[Context], "Action | None"]
 
 
+def asks(say: str, name: str) -> Sampler:
+    """A sampler for a request that is always valid and takes one call without arguments (a status query)."""
+
+    def sampler(ctx: Context) -> Action:
+        return Action(say, [Call(name, {})])
+
+    sampler.__name__ = name
+    return sampler
+
+
 def quoted(value: Any) -> str:
     return f"'{value}'"
 

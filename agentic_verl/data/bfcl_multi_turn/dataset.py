@@ -95,10 +95,14 @@ def _task_stats(tasks: list[dict]) -> dict:
 
 
 def write_dataset(out: str | Path, *, seed: int = 0, count: int = 200, kinds: Sequence[str] = KINDS,
-                  classes: Sequence[str] | None = None, tokenizer=None, judge=None) -> dict:
+                  classes: Sequence[str] | None = None, tokenizer=None, sft_max_tokens: int | None = None,
+                  judge=None) -> dict:
     """Generate and write everything (module docstring); `classes` limits the simulators tasks use (default: all);
-    `tokenizer` (a folder or a tokenizer) for sft.parquet, None for none; `judge` (a `JudgeClient`) to rewrite user
-    turns. Returns the stats (also in stats.json)."""
+    `tokenizer` (a folder or a tokenizer) for sft.parquet, None for none, whose rows longer than `sft_max_tokens`
+    are left out (counted); `judge` (a `JudgeClient`) to rewrite user turns. Returns the stats (also in
+    stats.json)."""
+    if sft_max_tokens is not None and (not isinstance(sft_max_tokens, int) or sft_max_tokens < 1):
+        raise ValueError(f"sft_max_tokens must be an integer >= 1, got {sft_max_tokens!r}")
     import pandas as pd
 
     tasks, stats = generate_tasks(seed, count, kinds, classes=classes, judge=judge)
@@ -114,12 +118,12 @@ def write_dataset(out: str | Path, *, seed: int = 0, count: int = 200, kinds: Se
     stats = {"seed": seed, "count": count, "kinds": list(kinds), "classes": sorted(classes or CLASSES),
              **_task_stats(tasks), **stats}
     if tokenizer is not None:
-        stats["sft"] = _write_sft(out / "sft.parquet", rows, tasks, tokenizer)
+        stats["sft"] = _write_sft(out / "sft.parquet", rows, tasks, tokenizer, sft_max_tokens)
     (out / "stats.json").write_text(json.dumps(stats, indent=1) + "\n")
     return stats
 
 
-def _write_sft(path: Path, rows: list[dict], tasks: list[dict], tokenizer) -> dict:
+def _write_sft(path: Path, rows: list[dict], tasks: list[dict], tokenizer, max_tokens: int | None) -> dict:
     import pandas as pd
 
     from agentic_verl.data.bfcl_multi_turn.sft import build_rows
@@ -134,7 +138,11 @@ def _write_sft(path: Path, rows: list[dict], tasks: list[dict], tokenizer) -> di
         tokenizer = AutoTokenizer.from_pretrained(str(tokenizer))
     sft_rows = build_rows(rows, [t["entry"] for t in tasks], [t["trajectory"] for t in tasks], tokenizer=tokenizer,
                           hf_model_type=hf_model_type)
-    tokens = [row["num_tokens"] for row in sft_rows]
-    pd.DataFrame(sft_rows).to_parquet(path, index=False)
-    return {"rows": len(sft_rows), "tokens": sum(tokens), "max_tokens": max(tokens),
-            "target_tokens": sum(row["num_target_tokens"] for row in sft_rows)}
+    kept = [row for row in sft_rows if max_tokens is None or row["num_tokens"] <= max_tokens]
+    if not kept:
+        raise ValueError(f"every SFT row is longer than {max_tokens} tokens (the shortest has "
+                         f"{min(row['num_tokens'] for row in sft_rows)}); raise --sft-max-tokens")
+    pd.DataFrame(kept).to_parquet(path, index=False)
+    tokens = [row["num_tokens"] for row in kept]
+    return {"rows": len(kept), "dropped_too_long": len(sft_rows) - len(kept), "tokens": sum(tokens),
+            "max_tokens": max(tokens), "target_tokens": sum(row["num_target_tokens"] for row in kept)}
