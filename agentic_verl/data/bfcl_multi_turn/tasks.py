@@ -64,7 +64,7 @@ class Rejected(Exception):
 class Turn:
     text: str | None  # None: a turn whose message is the added functions (miss_func)
     actions: list[Action] = field(default_factory=list)  # executed at this turn (the gold)
-    results: list[list[Any]] = field(default_factory=list)  # per action, the raw result of each call
+    outputs: list[list[str]] = field(default_factory=list)  # per action, each call's output as BFCL shows it
     answer: str = "done"  # "done" | "ask" | "cannot": how the assistant ends the turn
     missing: Missing | None = None  # "ask": what it asks for
     unable: Action | None = None  # "cannot": the request that needs the withheld function
@@ -145,7 +145,8 @@ def _sample_turns(ctx: Context, classes: list[str], n_turns: int) -> list[Turn]:
             found = sample_action(ctx, classes, owners)
             if found is not None:
                 turn.actions.append(found[0])
-                turn.results.append(found[1])
+                # formatted now: a result can be a live attribute of the state, which later requests change
+                turn.outputs.append([simulators.format_result(result) for result in found[1]])
         if not turn.actions:
             raise Rejected("no_valid_request")
         turn.text = compose(ctx.rng, [action.say for action in turn.actions])
@@ -165,7 +166,7 @@ def _withhold_function(rng: random.Random, turns: list[Turn]) -> tuple[list[Turn
     k, name = rng.choice(candidates)
     unable = next(action for action in turns[k].actions if any(call.name == name for call in action.calls))
     asked = Turn(turns[k].text, answer="cannot", unable=unable)
-    added = Turn(None, turns[k].actions, turns[k].results)
+    added = Turn(None, turns[k].actions, turns[k].outputs)
     return [*turns[:k], asked, added, *turns[k + 1:]], name
 
 
@@ -178,7 +179,7 @@ def _withhold_argument(rng: random.Random, turns: list[Turn]) -> list[Turn]:
     says = [action.missing.say if j == i else action.say for j, action in enumerate(turns[k].actions)]
     missing = turns[k].actions[i].missing
     asked = Turn(compose(rng, says), answer="ask", missing=missing)
-    given = Turn(missing.supply, turns[k].actions, turns[k].results)
+    given = Turn(missing.supply, turns[k].actions, turns[k].outputs)
     return [*turns[:k], asked, given, *turns[k + 1:]]
 
 
@@ -259,8 +260,8 @@ def build_task(seed: int, index: int, kind: str, attempt: int = 0, classes: list
     step_calls = [[[action.calls[i] for action, i in step] for step in _steps(turn)] for turn in turns]
     steps = [[[call.text for call in step] for step in turn] for turn in step_calls]
     outputs = simulators.execute_steps(entry, steps, long_context)
-    live = [[[simulators.format_result(result) for result in results] for results in turn.results] for turn in turns]
-    if [[o for step in turn for o in step] for turn in outputs] != [[o for r in turn for o in r] for turn in live]:
+    live = [[output for outputs_of_action in turn.outputs for output in outputs_of_action] for turn in turns]
+    if [[output for step in turn for output in step] for turn in outputs] != live:
         raise Rejected("executor_disagrees_with_live_run")  # a simulator whose outputs depend on more than the calls
     if any(o.startswith("Error during execution") for turn in outputs for step in turn for o in step):
         raise Rejected("gold_call_raises")
