@@ -108,11 +108,10 @@ async def _one(row: dict, entry: dict, trajectory: dict, *, tokenizer, hf_model_
     with replay_environment({url: replay}):
         out = await loop.run({"temperature": 1.0}, **sample_kwargs(row))
     record = out.extra_fields["bfcl_multi_turn"]
-    gold_calls = [[step for step in turn] for turn in trajectory["calls"]]
     problems = []
     if record["terminated"] is not None:
         problems.append(f"terminated: {record['terminated']}")
-    if json.loads(json.dumps(record["model_calls"])) != json.loads(json.dumps(gold_calls)):
+    if json.loads(json.dumps(record["model_calls"])) != json.loads(json.dumps(trajectory["calls"])):
         problems.append("executed steps differ from the gold steps")
     if any(turn["end"] != "no_call" or turn["decode_failures"] for turn in record["turns"]):
         problems.append(f"a turn did not end on its answer: {record['turns']}")
@@ -126,8 +125,9 @@ async def _one(row: dict, entry: dict, trajectory: dict, *, tokenizer, hf_model_
 
 
 def build_rows(rows: list[dict], entries: list[dict], trajectories: list[dict], *, tokenizer,
-               hf_model_type: str | None = None, max_length: int = 1 << 17) -> list[dict]:
-    """SFT rows for the RL `rows` of `entries` and their gold `trajectories` (same order)."""
+               hf_model_type: str | None = None, max_length: int = 1 << 20) -> list[dict]:
+    """SFT rows for the RL `rows` of `entries` and their gold `trajectories` (same order). `max_length` bounds the
+    loop's prompt and response budgets (far above any trajectory: `--sft-max-tokens` is the length filter)."""
     from agentic_verl.data.sft_trajectories import end_of_turn_id
 
     eos_id = tokenizer.eos_token_id
