@@ -19,12 +19,13 @@ import pytest
 
 from agentic_verl.agent_loops.bfcl_multi_turn import check_withheld_docs_absent
 from agentic_verl.agent_loops.prompts import bfcl_added_functions_message, bfcl_multi_turn_messages
+from agentic_verl.bfcl_env import venv as bfcl_venv
 from agentic_verl.data.bfcl_multi_turn import bridge, core, dataset, rewrite, rows, states
 from agentic_verl.data.bfcl_multi_turn.overlap import BfclMultiTurnSet, bfcl_multi_turn_files
 from agentic_verl.data.function_calling import normalize_text
 from agentic_verl.rewards.bfcl.multi_turn_entry import parse_entry
 
-pytestmark = pytest.mark.skipif(not bridge.available(), reason="no .venv-bfcl (run `make bfcl-venv`)")
+pytestmark = pytest.mark.skipif(not bfcl_venv.available(), reason="no .venv-bfcl (run `make bfcl-venv`)")
 ALL_KINDS = list(dataset.KINDS)
 
 
@@ -89,6 +90,20 @@ def test_gold_trajectories_pass_bfcl_evals_checker_and_mutated_ones_fail(tasks):
     assert not any(v["valid"] for v in verdicts)
     for verdict, error_type in zip(verdicts, expected, strict=True):
         assert verdict["error_type"] == error_type if error_type else verdict["error_type"].startswith("multi_turn:")
+
+
+async def test_the_environment_servers_check_accepts_every_gold_trajectory_as_the_reward_sends_it(tasks, tmp_path):
+    """What the bfcl_multi_turn reward sends for a rollout that made the gold calls: the row's entry (`parse_entry`'s
+    raw form) and the calls as the loop records them ({name, arguments} per step, through JSON)."""
+    from agentic_verl.bfcl_env.client import BfclEnvClient
+    from agentic_verl.bfcl_env.process import BfclEnvProcess
+
+    with BfclEnvProcess(log_path=tmp_path / "server.log") as server:
+        client = BfclEnvClient(server.url)
+        answers = [await client.check(entry=parse_entry(rows.rl_row(t["entry"], 0)["extra_info"]).raw,
+                                      model_calls=json.loads(json.dumps(t["trajectory"]["calls"]))) for t in tasks]
+    for task, answer in zip(tasks, answers, strict=True):
+        assert answer["valid"] and answer["per_turn"] == [True] * len(task["entry"]["question"]), answer
 
 
 def _alter_arguments(call: str) -> str:
@@ -268,7 +283,7 @@ def test_bad_arguments_fail_before_any_work(tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit):  # argparse: one of --tokenizer / --no-sft is required
         main(base + ["--seed", "0", "--count", "2"])
     assert "one of the arguments --tokenizer --no-sft is required" in capsys.readouterr().err
-    monkeypatch.setenv(bridge.VENV_ENV, str(tmp_path / "no-venv"))
+    monkeypatch.setenv(bfcl_venv.VENV_ENV, str(tmp_path / "no-venv"))
     assert main(base + ["--no-sft", "--seed", "0", "--count", "2"]) == 2
     assert "create it with `make bfcl-venv`" in capsys.readouterr().err
     assert not out.exists()

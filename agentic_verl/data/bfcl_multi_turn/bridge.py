@@ -1,9 +1,8 @@
 """The main venv's side of the generator: runs `venv_main` in `.venv-bfcl`, where bfcl-eval and its simulators
 live (its pinned dependencies cannot share the main venv), and reads its JSON lines.
 
-The venv is `$BFCL_OFFICIAL_VENV`, else `.venv-bfcl` at the repository root (`make bfcl-venv` creates it; the same
-rule as the official-checker bridge in benchmarks/_bfcl_official.py and the BFCL environment server). The child gets
-only this package on its path (a temporary folder holding a link to it: the main venv's site-packages would shadow
+The venv is `agentic_verl.bfcl_env.venv`'s (`.venv-bfcl` at the repository root or `$BFCL_OFFICIAL_VENV`; `make
+bfcl-venv` creates it), the one the BFCL environment server runs in. The child gets only this package on its path (a temporary folder holding a link to it: the main venv's site-packages would shadow
 the venv's own numpy, ...), `TZ=UTC` (TradingBot stamps transactions with local time) and a fixed hash seed, so
 its output is the same bytes on every machine; bfcl-eval's result/score folders go to that temporary folder.
 """
@@ -16,34 +15,15 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-VENV_ENV = "BFCL_OFFICIAL_VENV"
+from agentic_verl.bfcl_env.venv import require_python
+
 PACKAGE_DIR = Path(__file__).resolve().parents[2]  # agentic_verl/
 MODULE = "agentic_verl.data.bfcl_multi_turn.venv_main"
 
 
-def venv_dir() -> Path:
-    configured = os.environ.get(VENV_ENV, "").strip()
-    return Path(configured) if configured else PACKAGE_DIR.parent / ".venv-bfcl"
-
-
-def available() -> bool:
-    return (venv_dir() / "bin" / "python").exists()
-
-
-def venv_python() -> Path:
-    """The venv's python; FileNotFoundError that says how to make it."""
-    venv = venv_dir()
-    python = venv / "bin" / "python"
-    if not python.exists():
-        raise FileNotFoundError(f"the BFCL multi-turn generator runs bfcl-eval's simulators in {venv}, which has no "
-                                f"{python}: create it with `make bfcl-venv` (needs PyPI once), or name another venv "
-                                f"with {VENV_ENV}")
-    return python
-
-
 def run_venv(args: list[str], payload: str = "", timeout_s: float = 3600.0) -> list[dict]:
     """`python -m venv_main ARGS` in the venv, `payload` on stdin; its stdout's JSON lines."""
-    python = venv_python()
+    python = require_python()  # FileNotFoundError naming `make bfcl-venv` when there is none
     with tempfile.TemporaryDirectory(prefix="bfcl_mt_") as folder:
         os.symlink(PACKAGE_DIR, Path(folder) / "agentic_verl")
         env = {**os.environ, "PYTHONPATH": folder, "BFCL_PROJECT_ROOT": folder, "TZ": "UTC", "PYTHONHASHSEED": "0",
