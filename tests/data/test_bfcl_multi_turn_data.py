@@ -321,15 +321,13 @@ def test_judge_rewrites_keep_every_value_or_are_rejected(tasks, tmp_path):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         judge = JudgeClient(f"http://127.0.0.1:{server.server_address[1]}", "judge", cache_dir=tmp_path / "cache")
-        entries = [copy.deepcopy(t["entry"]) for t in tasks[:4]]
-        before = [m["content"] for e in entries for turn in e["question"] for m in turn]
-        import asyncio
-
-        counts = asyncio.run(rewrite.rewrite_entries(entries, judge))
+        rewritten, counts = dataset.generate_tasks(0, 4, ALL_KINDS, judge=judge)
     finally:
         server.shutdown()
         server.server_close()
-    after = [m["content"] for e in entries for turn in e["question"] for m in turn]
+    before = [m["content"] for t in tasks[:4] for turn in t["entry"]["question"] for m in turn]
+    after = [m["content"] for t in rewritten for turn in t["entry"]["question"] for m in turn]
+    assert [t["trajectory"] for t in rewritten] == [t["trajectory"] for t in tasks[:4]]  # the gold is the same
     assert counts["rewrites_kept"] + counts["rewrites_rejected"] == len(before)
     assert counts["rewrites_kept"] > 0 and counts["rewrites_rejected"] > 0
     for old, new in zip(before, after, strict=True):

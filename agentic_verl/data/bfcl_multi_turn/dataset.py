@@ -82,7 +82,10 @@ def generate_tasks(seed: int, count: int, kinds: Sequence[str], *, classes: Sequ
 async def _rewrite(tasks: list[dict], judge) -> dict:
     from agentic_verl.data.bfcl_multi_turn.rewrite import rewrite_entries
 
-    return await rewrite_entries([task["entry"] for task in tasks], judge)
+    try:
+        return await rewrite_entries([task["entry"] for task in tasks], judge)
+    finally:
+        await judge.aclose()  # its HTTP session belongs to this event loop, which asyncio.run closes
 
 
 def _task_stats(tasks: list[dict]) -> dict:
