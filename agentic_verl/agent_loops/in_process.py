@@ -43,10 +43,12 @@ class EngineServerManager:
 
 
 class ScriptedServerManager:
-    """Answers the loop's `generate` calls with pre-written turns (token ids), in order."""
+    """Answers the loop's `generate` calls with pre-written turns (token ids), in order. EOS ends the last turn, or
+    every turn with `eos_every_turn` (a loop whose steps each end with EOS, as `bfcl_multi_turn`'s do)."""
 
-    def __init__(self, tokenizer, turns: list[str], eos_token_id: int | None):
+    def __init__(self, tokenizer, turns: list[str], eos_token_id: int | None, *, eos_every_turn: bool = False):
         self.tokenizer, self.turns, self.eos_token_id = tokenizer, list(turns), eos_token_id
+        self.eos_every_turn = eos_every_turn
         self.prompts: list[list[int]] = []
 
     async def generate(self, request_id, *, prompt_ids, sampling_params, **kwargs):
@@ -57,7 +59,7 @@ class ScriptedServerManager:
         text = self.turns[len(self.prompts)]
         self.prompts.append(list(prompt_ids))
         ids = self.tokenizer.encode(text, add_special_tokens=False)
-        if len(self.prompts) == len(self.turns) and self.eos_token_id is not None:
+        if self.eos_token_id is not None and (self.eos_every_turn or len(self.prompts) == len(self.turns)):
             ids.append(self.eos_token_id)  # a policy stops with EOS; the loop cuts after </answer> anyway
         return TokenOutput(token_ids=ids, log_probs=None, stop_reason="completed")
 

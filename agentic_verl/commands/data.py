@@ -15,6 +15,7 @@ SUBCOMMAND_MODULES = (
     "agentic_verl.commands.data_fc",  # fc (FunReason / BFCL function calling)
     "agentic_verl.commands.data_refine_fc",  # refine-fc (FunReason's FCDR)
     "agentic_verl.commands.data_gui",  # gui (ScreenSpot / GUI-Actor grounding data -> verl parquet)
+    "agentic_verl.commands.data_bfcl_mt",  # bfcl-multi-turn (generated tasks on bfcl-eval's simulators)
 )
 
 

@@ -1,0 +1,120 @@
+"""The pieces a generated task is made of: calls, actions (the calls one request needs, with its words), and the
+sampling context the per-class action samplers read. Standard library only (it runs in `.venv-bfcl`).
+
+A call's text is BFCL's ground-truth form, `name(arg=literal, ...)`, written from Python literals with `repr`, so
+bfcl-eval's executor (which evaluates these strings) never sees anything but a call of a simulator method with
+literal arguments.
+
+>>> render_call("mv", {"source": "notes.txt", "destination": "archive"})
+"mv(source='notes.txt', destination='archive')"
+>>> render_call("lockDoors", {"unlock": False, "door": ["driver"]})
+"lockDoors(unlock=False, door=['driver'])"
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+KINDS = ("base", "miss_func", "miss_param", "long_context")  # BFCL's four multi-turn categories
+CLASSES = ("GorillaFileSystem", "MathAPI", "MessageAPI", "TicketAPI", "TradingBot", "TravelAPI", "TwitterAPI",
+           "VehicleControlAPI")  # bfcl-eval's multi-turn simulator classes, each with its request samplers
+_LITERALS = (str, int, float, bool, type(None))
+
+
+def literal_text(value: Any) -> str:
+    """A Python literal for a JSON-like value (str, int, float, bool, None, lists and dicts of them)."""
+    if isinstance(value, _LITERALS):
+        if isinstance(value, float) and value != value:
+            raise ValueError("NaN is not an argument value")
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(literal_text(v) for v in value) + "]"
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return "{" + ", ".join(f"{k!r}: {literal_text(v)}" for k, v in value.items()) + "}"
+    raise ValueError(f"{value!r} is not a literal argument value")
+
+
+def render_call(name: str, args: dict[str, Any]) -> str:
+    if not name.isidentifier():
+        raise ValueError(f"{name!r} is not a function name")
+    return f"{name}({', '.join(f'{key}={literal_text(value)}' for key, value in args.items())})"
+
+
+@dataclass
+class Call:
+    name: str
+    args: dict[str, Any]
+    new_step: bool = False  # its arguments come from an output earlier in the same turn: it waits for that output
+
+    @property
+    def text(self) -> str:
+        return render_call(self.name, self.args)
+
+
+@dataclass
+class Missing:
+    """How a request reads with one required argument left out (BFCL's miss_param): the request without it, the
+    assistant's question for it, and the user's next turn that gives it."""
+
+    say: str
+    ask: str
+    supply: str
+
+
+@dataclass
+class Action:
+    """One request of a user turn: the words (`say`, an imperative phrase such as "create a file named 'a.txt'")
+    and the calls that fulfil it, in order."""
+
+    say: str
+    calls: list[Call]
+    missing: Missing | None = None
+    remember: Callable[[Context, list[Any]], None] | None = None  # records what the calls made (ids, tokens...)
+
+
+@dataclass
+class Context:
+    """What a sampler sees: the task's random source, the live simulator instances (after every accepted action),
+    whether the task is long-context, and facts the conversation has established (ids the calls returned, which
+    credentials the user has given)."""
+
+    rng: random.Random
+    instances: dict[str, Any]
+    long_context: bool
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    def fact_list(self, key: str) -> list:
+        return self.facts.setdefault(key, [])
+
+
+Sampler = Callable[[Context], "Action | None"]
+
+
+def asks(say: str, name: str) -> Sampler:
+    """A sampler for a request that is always valid and takes one call without arguments (a status query)."""
+
+    def sampler(ctx: Context) -> Action:
+        return Action(say, [Call(name, {})])
+
+    sampler.__name__ = name
+    return sampler
+
+
+def quoted(value: Any) -> str:
+    return f"'{value}'"
+
+
+def join_words(items: list[str], last: str = "and") -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    items = [str(item) for item in items]
+    if len(items) <= 1:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} {last} {items[-1]}"
+
+
+def money(value: float) -> str:
+    """A dollar amount as the user writes it: `$1250` or `$99.5`."""
+    return f"${int(value)}" if float(value).is_integer() else f"${value}"
