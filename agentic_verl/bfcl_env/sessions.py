@@ -67,6 +67,10 @@ def new_instances(classes: dict[str, type], initial_config: dict, involved_class
         instance = classes[name]()
         if name not in STATELESS_CLASSES:
             instance._load_scenario(copy.deepcopy(initial_config.get(name, {})), long_context=long_context)
+            # long_context merges bfcl-eval's module-level extension records into the instance by reference (e.g.
+            # TravelAPI's extra credit cards): a charge in one session would change every other session's card.
+            # Each session gets its own copy of everything it holds.
+            instance.__dict__.update(copy.deepcopy(instance.__dict__))
         instances[name] = instance
     return instances
 
