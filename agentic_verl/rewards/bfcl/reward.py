@@ -112,6 +112,8 @@ def bfcl_ast(solution_str, ground_truth, extra_info=None, *, category: str | Non
     With the defaults the score is the official BFCL verdict (docs/bfcl.md); each option accepts
     outputs the official evaluation rejects, so a policy trained with it can learn them.
     """
+    # Only reading the row is guarded: ast_match judges a malformed ground truth itself (bfcl:bad_ground_truth), so
+    # an exception from it is a checker bug and propagates to the reward wrappers, which count it.
     try:
         info = extra_info if isinstance(extra_info, dict) else {}
         category = info.get("category") or category or "simple_python"
@@ -120,12 +122,13 @@ def bfcl_ast(solution_str, ground_truth, extra_info=None, *, category: str | Non
         possible_answer = _json(ground_truth)
         if isinstance(possible_answer, dict) and "ground_truth" in possible_answer:
             possible_answer = possible_answer["ground_truth"]
+    except (ValueError, TypeError, AttributeError, RecursionError) as exc:  # unreadable JSON, nonsense extra_info
+        result = {"valid": False, "error_type": "bfcl:bad_ground_truth", "errors": [f"{type(exc).__name__}: {exc}"]}
+    else:
         result = ast_match(solution_str, functions, possible_answer, category, language,
                            accept_code_fences=bool(accept_code_fences),
                            python_unary_operators=bool(python_unary_operators),
                            optimal_parallel_matching=bool(optimal_parallel_matching))
-    except (ValueError, TypeError, AttributeError, RecursionError) as exc:  # unreadable JSON, nonsense extra_info
-        result = {"valid": False, "error_type": "bfcl:bad_ground_truth", "errors": [f"{type(exc).__name__}: {exc}"]}
     return {
         "score": 1.0 if result["valid"] else 0.0,
         "error_type": error_type_of(result["error_type"]),

@@ -109,3 +109,18 @@ def test_parquet_shaped_rows_with_nested_numpy_arrays():
     extra = {"functions": np.array(functions, dtype=object), "category": "simple_python"}
     assert bfcl_ast("[add(a=1, b=2)]", answer, extra)["score"] == 1.0
     assert bfcl_ast("[add(a=1, b=3)]", answer, extra)["error_type"] == "bfcl:value_error"
+
+
+@pytest.mark.parametrize("bug", [TypeError, ValueError, AttributeError])
+def test_a_checker_bug_raises_instead_of_scoring_bad_ground_truth(monkeypatch, bug):
+    """Only reading the row is guarded: an exception inside ast_match (a bug, since it judges malformed ground truth
+    itself) reaches the reward wrappers, which count it as reward/bfcl_ast/exceptions, rather than becoming a
+    silent bfcl:bad_ground_truth zero."""
+    import agentic_verl.rewards.bfcl.reward as reward_module
+
+    def broken(*args, **kwargs):
+        raise bug("checker bug")
+
+    monkeypatch.setattr(reward_module, "ast_match", broken)
+    with pytest.raises(bug, match="checker bug"):
+        bfcl_ast("[add(a=1, b=2)]", ANSWER, EXTRA)
