@@ -4,7 +4,8 @@
 #
 #   demo_env NAME                   the environment every stage runs in (PATH to .venv, offline hubs, THREADS torch
 #                                   threads, Ray's session folder /tmp/ray_NAME_PID unless CPU_RAY_TMPDIR is set)
-#   demo_begin N_STAGES             START; on exit, kill DEMO_PIDS and the Ray processes of CPU_RAY_TMPDIR, remove it
+#   demo_begin N_STAGES             START; on exit (normal, an error, SIGTERM), stop every process this shell started,
+#                                   DEMO_PIDS and the Ray processes of CPU_RAY_TMPDIR, remove it
 #   stage N TITLE                   print the previous stage's seconds (kept in STAGE_SECONDS[N]) and the new header
 #   stage_end                       the same for the last stage
 #   run_logged LOG FILTER... -- CMD...   full output to LOG, the filter's lines to the terminal; on failure the log's
@@ -56,8 +57,11 @@ _stage_close() {
     STAGE_START=$now
 }
 
+source "$(dirname "${BASH_SOURCE[0]}")/proc.sh"
+
 demo_cleanup() {
     local pid pids
+    kill_descendants $$   # a SIGTERM mid-stage: the stage's command (SFT, GRPO, an eval) and its children
     for pid in "${DEMO_PIDS[@]}"; do
         kill "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true

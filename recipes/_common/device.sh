@@ -26,11 +26,13 @@ if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
     # sharing one folder would end each other's. Short: Ray's socket paths must fit in 107 bytes.
     CPU_RAY_TMPDIR=${CPU_RAY_TMPDIR:-/tmp/ray_av_$$}
     CPU_TRAINER_RANKS=${CPU_TRAINER_RANKS:-1}                 # FSDP ranks (logical GPUs declared to Ray)
-    # Leave nothing behind, however the run ends: Ray processes of this session folder, and the /dev/shm segments
+    # Leave nothing behind, however the run ends (a SIGTERM to this shell included: proc.sh): what this shell started,
+    # the Ray processes of this session folder, and the /dev/shm segments
     # (vLLM's message queues, verl's weight buckets) that killed processes leave; others' segments are untouched.
     _CPU_SHM_SNAPSHOT=$(mktemp /tmp/agentic_verl_shm.XXXXXX)
     "${AGENTIC_VERL:-agentic-verl}" cpu-cleanup --snapshot "$_CPU_SHM_SNAPSHOT"
-    trap '"${AGENTIC_VERL:-agentic-verl}" cpu-cleanup --ray-dir "$CPU_RAY_TMPDIR" --shm-snapshot "$_CPU_SHM_SNAPSHOT"; rm -f "$_CPU_SHM_SNAPSHOT"' EXIT
+    source "$(dirname "${BASH_SOURCE[0]}")/proc.sh"
+    trap 'kill_descendants $$; "${AGENTIC_VERL:-agentic-verl}" cpu-cleanup --ray-dir "$CPU_RAY_TMPDIR" --shm-snapshot "$_CPU_SHM_SNAPSHOT"; rm -f "$_CPU_SHM_SNAPSHOT"' EXIT
 
     # Small defaults for the knobs recipes share (a value you set wins).
     if [[ -z "${MODEL_PATH:-}" ]]; then
