@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from agentic_verl.agent_loops.bfcl_multi_turn import turn_messages
-from agentic_verl.bfcl_env.protocol import render_call
 from agentic_verl.cli import main as cli_main
 from agentic_verl.eval.bfcl_data import (
     MULTI_TURN,
@@ -28,49 +27,7 @@ from agentic_verl.rewards.bfcl.multi_turn_entry import parse_entry
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import _bfcl_official  # noqa: E402
-from _bfcl_mt_cases import as_calls  # noqa: E402
-
-
-def calls_text(strings: list[str]) -> str:
-    """Ground-truth call strings as one model step, `[f(a=1), g(b='x')]` (keyword arguments, as models write)."""
-    return "[" + ", ".join(render_call(c["name"], c["arguments"]) for c in as_calls(strings)) + "]"
-
-
-def gold(entry: dict) -> list[list[str]]:
-    """Per turn, the steps of a policy that makes the turn's ground-truth calls, then answers."""
-    return [[calls_text(turn), "Done."] if turn else ["There is nothing to call."] for turn in entry["ground_truth"]]
-
-
-class TurnScript:
-    """The engines' `generate`, answering each question (the first part of the request id, which the eval makes
-    the question's id) with its script's steps in order (the turns' step lists, flattened), then "Done.".
-    `cut`: questions whose step `at` ends at the token limit (no EOS); `fail`: questions the engine refuses."""
-
-    def __init__(self, tokenizer, scripts: dict[str, list[list[str]]], cut: dict[str, int] | None = None,
-                 fail: set[str] = frozenset()):
-        self.tokenizer, self.cut, self.fail = tokenizer, dict(cut or {}), set(fail)
-        self.scripts = {qid: [step for turn in turns for step in turn] for qid, turns in scripts.items()}
-        self.asked: dict[str, int] = {}
-        self.prompts: dict[str, list[str]] = {}
-
-    async def generate(self, prompt_ids, sampling_params=None, request_id=None):
-        from agentic_verl.generation.hf_engine import GenerationOutput
-
-        qid = str(request_id).split("/")[0]
-        if qid in self.fail:
-            raise ValueError(f"prompt of {len(prompt_ids)} tokens leaves no room within max_model_len=64")
-        step = self.asked.get(qid, 0)
-        self.asked[qid] = step + 1
-        self.prompts.setdefault(qid, []).append(self.tokenizer.decode(prompt_ids))
-        script = self.scripts.get(qid, [])
-        ids = self.tokenizer.encode(script[step] if step < len(script) else "Done.", add_special_tokens=False)
-        if self.cut.get(qid) == step:
-            return GenerationOutput(ids, None, "completed", "length")
-        return GenerationOutput(ids + [self.tokenizer.eos_token_id], None, "completed", "stop")
-
-
-def _first_with_calls(turns: list[list[str]]) -> int:
-    return next(i for i, turn in enumerate(turns) if turn)
+from _bfcl_mt_cases import TurnScript, as_calls, calls_text, first_with_calls, gold, scripted_policies  # noqa: E402
 
 
 def single_turn_scripts(questions: list[dict]) -> dict[str, list[list[str]]]:
@@ -87,44 +44,12 @@ def single_turn_scripts(questions: list[dict]) -> dict[str, list[list[str]]]:
     return scripts
 
 
-def mixed_scripts(questions: list[dict]) -> tuple[dict, dict, set]:
-    """Per multi-turn category (4 questions each): gold; no call at all; gold but the calls spread over steps, with
-    reasoning and an empty `[]` step ending a turn; a wrong first call after a step that does not decode. One
-    question each of the last kind is instead force-quit (22 executed steps in a turn), cut at the token limit in
-    its second turn, or refused by the engine."""
-    scripts, cut, fail = {}, {}, set()
-    for q in questions:
-        gt, index = q["entry"]["ground_truth"], int(q["id"].rsplit("_", 1)[1])
-        turns = gold(q["entry"])
-        if index == 1:
-            turns = [["I would rather not call anything."] for _ in gt]
-        elif index == 2:
-            first = _first_with_calls(gt)
-            calls = gt[first]
-            turns[first] = ["<think>one at a time</think>\n\n" + calls_text(calls[:1]),
-                            *([calls_text(calls[1:])] if calls[1:] else []), "[]"]
-        elif index == 3:
-            if q["category"] == "multi_turn_miss_param":
-                turns[0] = ["[ls()]"] * 22
-            elif q["category"] == "multi_turn_long_context":
-                cut[q["id"]] = len(turns[0])  # the first step of the second turn
-            elif q["category"] == "multi_turn_base":
-                fail.add(q["id"])
-            else:
-                with_calls = [i for i, turn in enumerate(gt) if turn]
-                turns[with_calls[0]] = ["[cd(folder="]  # does not decode: the turn ends there
-                last = gt[with_calls[-1]]
-                turns[with_calls[-1]] = [calls_text(last[1:] or ["ls()"]), "Done."]  # the first call left out
-        scripts[q["id"]] = turns
-    return scripts, cut, fail
-
-
 SINGLE_TURN = ["simple_python", "irrelevance"]
 
 
 @pytest.fixture(scope="module")
 def mixed_run(bfcl_env, smollm2_dir, smollm2_tokenizer, tmp_path_factory):
-    scripts, cut, fail = mixed_scripts(load_multi_turn_questions(["multi_turn"], limit=4))
+    scripts, cut, fail = scripted_policies(load_multi_turn_questions(["multi_turn"], limit=4))
     scripts.update(single_turn_scripts(load_questions(SINGLE_TURN, limit=4)))
     settings = BFCLEvalSettings(model=str(smollm2_dir), categories=[*SINGLE_TURN, "multi_turn"], limit=4,
                                 label="org/scripted", bfcl_env_url=bfcl_env.url)
@@ -175,7 +100,7 @@ def test_what_the_records_and_files_hold(mixed_run):
     split = records["multi_turn_base_2"]
     q = next(q for q in load_multi_turn_questions(["multi_turn_base"], limit=3) if q["id"] == "multi_turn_base_2")
     gt = q["entry"]["ground_truth"]
-    first = _first_with_calls(gt)
+    first = first_with_calls(gt)
     # the result file's turns: every step's text after </think>, the answers that end turns included
     line = json.loads((out / "result/org_scripted/multi_turn/BFCL_v4_multi_turn_base_result.json")
                       .read_text().splitlines()[2])
