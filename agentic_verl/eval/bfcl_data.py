@@ -90,14 +90,15 @@ def load_multi_turn_questions(categories, limit: int | None = None) -> list[dict
     """`[{"id", "category", "entry"}]` for the multi-turn categories among `categories`, the first `limit` of each;
     `entry` is the BFCL entry in the `bfcl_multi_turn` row schema (`id`, `question`, `initial_config`,
     `involved_classes`, `function`: every involved class's docs, `missed_function`: names, `ground_truth`)."""
+    categories = [c for c in resolve_categories(categories) if c in MULTI_TURN] if categories else []
+    if not categories:
+        return []
     from bfcl_eval.constants.executable_backend_config import MULTI_TURN_FUNC_DOC_FILE_MAPPING  # a plain dict module
 
     data = _data_dir()
     docs: dict[str, list[dict]] = {}
     questions = []
-    for category in resolve_categories(categories):
-        if category not in MULTI_TURN:
-            continue
+    for category in categories:
         name = f"{_VERSION}_{category}.json"
         answers = {e["id"]: e["ground_truth"] for e in _read_jsonl(data / "possible_answer" / name)}
         for entry in _read_jsonl(data / name)[:limit]:
