@@ -1,6 +1,8 @@
 """BFCL's multi-turn questions from bfcl_eval's data, their ground truths as decoded calls, trajectories made from
-them (the ground truth and mutations), and bfcl-eval's own executor/checker run directly in `.venv-bfcl`
-(_bfcl_official_mt_runner.py). Shared by benchmarks/bfcl_env_agreement.py and tests/bfcl_env."""
+them (the ground truth and mutations), bfcl-eval's own executor/checker run directly in `.venv-bfcl`
+(_bfcl_official_mt_runner.py), and scripted policies for `eval bfcl` (`TurnScript`, an engine answering from
+per-question scripts). Shared by benchmarks/bfcl_env_agreement.py, benchmarks/bfcl_mt_eval_agreement.py,
+tests/bfcl_env and tests/eval."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
-from agentic_verl.bfcl_env.protocol import keyword_call
+from agentic_verl.bfcl_env.protocol import keyword_call, render_call
 from agentic_verl.bfcl_env.venv import ensure_venv
 
 CATEGORIES = ("base", "miss_func", "miss_param", "long_context")
@@ -122,3 +124,79 @@ def official_checks(cases: list[tuple[dict, str, list]]) -> list[dict]:
     return official([{"op": "check", "model": strings, "gt": entry["ground_truth"],
                       "entry": {k: entry[k] for k in ("id", "initial_config", "involved_classes")}}
                      for entry, _, strings in cases])
+
+
+# -- scripted policies for `eval bfcl` -----------------------------------------------------------------
+def calls_text(strings: list[str]) -> str:
+    """Ground-truth call strings as one model step, `[f(a=1), g(b='x')]` (keyword arguments, as models write)."""
+    return "[" + ", ".join(render_call(c["name"], c["arguments"]) for c in as_calls(strings)) + "]"
+
+
+def gold(entry: dict) -> list[list[str]]:
+    """Per turn, the steps of a policy that makes the turn's ground-truth calls, then answers."""
+    return [[calls_text(turn), "Done."] if turn else ["There is nothing to call."] for turn in entry["ground_truth"]]
+
+
+class TurnScript:
+    """The engines' `generate`, answering each question (the first part of the request id, which the eval makes
+    the question's id) with its script's steps in order (the turns' step lists, flattened), then "Done.".
+    `cut`: questions whose step `at` ends at the token limit (no EOS); `fail`: questions the engine refuses."""
+
+    def __init__(self, tokenizer, scripts: dict[str, list[list[str]]], cut: dict[str, int] | None = None,
+                 fail: set[str] = frozenset()):
+        self.tokenizer, self.cut, self.fail = tokenizer, dict(cut or {}), set(fail)
+        self.scripts = {qid: [step for turn in turns for step in turn] for qid, turns in scripts.items()}
+        self.asked: dict[str, int] = {}
+        self.prompts: dict[str, list[str]] = {}
+
+    async def generate(self, prompt_ids, sampling_params=None, request_id=None):
+        from agentic_verl.generation.hf_engine import GenerationOutput
+
+        qid = str(request_id).split("/")[0]
+        if qid in self.fail:
+            raise ValueError(f"prompt of {len(prompt_ids)} tokens leaves no room within max_model_len=64")
+        step = self.asked.get(qid, 0)
+        self.asked[qid] = step + 1
+        self.prompts.setdefault(qid, []).append(self.tokenizer.decode(prompt_ids))
+        script = self.scripts.get(qid, [])
+        ids = self.tokenizer.encode(script[step] if step < len(script) else "Done.", add_special_tokens=False)
+        if self.cut.get(qid) == step:
+            return GenerationOutput(ids, None, "completed", "length")
+        return GenerationOutput(ids + [self.tokenizer.eos_token_id], None, "completed", "stop")
+
+
+def first_with_calls(turns: list[list[str]]) -> int:
+    return next(i for i, turn in enumerate(turns) if turn)
+
+
+def scripted_policies(questions: list[dict]) -> tuple[dict, dict, set]:
+    """(scripts, cut, fail) for `TurnScript`, by the question's index modulo 4: gold; no call at all; gold but the
+    calls spread over steps, with reasoning and an empty `[]` step ending a turn; a turn ended by a step that does
+    not decode and a later one with its first call left out (miss_func), force-quit by 22 executed steps in its
+    first turn (miss_param), cut at the token limit in its second turn (long_context), or refused by the engine
+    (base)."""
+    scripts, cut, fail = {}, {}, set()
+    for q in questions:
+        gt, index = q["entry"]["ground_truth"], int(q["id"].rsplit("_", 1)[1]) % 4
+        turns = gold(q["entry"])
+        if index == 1:
+            turns = [["I would rather not call anything."] for _ in gt]
+        elif index == 2:
+            first = first_with_calls(gt)
+            calls = gt[first]
+            turns[first] = ["<think>one at a time</think>\n\n" + calls_text(calls[:1]),
+                            *([calls_text(calls[1:])] if calls[1:] else []), "[]"]
+        elif index == 3:
+            if q["category"] == "multi_turn_miss_param":
+                turns[0] = ["[ls()]"] * 22
+            elif q["category"] == "multi_turn_long_context":
+                cut[q["id"]] = len(turns[0])  # the first step of the second turn
+            elif q["category"] == "multi_turn_base":
+                fail.add(q["id"])
+            else:
+                with_calls = [i for i, turn in enumerate(gt) if turn]
+                turns[with_calls[0]] = ["[cd(folder="]  # does not decode: the turn ends there
+                last = gt[with_calls[-1]]
+                turns[with_calls[-1]] = [calls_text(last[1:] or ["ls()"]), "Done."]  # the first call left out
+        scripts[q["id"]] = turns
+    return scripts, cut, fail

@@ -62,4 +62,26 @@ def official_category_scores(results: list[dict]) -> dict[str, dict]:
 
 def official_messages(categories: list[str], limit: int) -> dict[str, list[dict]]:
     """{question id: BFCL's chat messages} for the first `limit` questions of each category."""
-    return {e["id"]: e["messages"] for e in json.loads(_run(["--prompts", str(limit), *categories]))}
+    return {e["id"]: e["messages"] for e in official_prompts(categories, limit)}
+
+
+def official_prompts(categories: list[str], limit: int) -> list[dict]:
+    """[{"id", "messages"} (+ "added": {turn: the user message that adds withheld functions}, multi-turn)]."""
+    return json.loads(_run(["--prompts", str(limit), *categories]))
+
+
+SCORER = Path(__file__).resolve().parent / "_bfcl_official_scorer.py"
+
+
+def official_scorer(result_dir, score_dir) -> dict[str, dict[str, dict]]:
+    """bfcl-eval's own scorer (`bfcl evaluate ... --partial-eval`, _bfcl_official_scorer.py) on the result files
+    under `result_dir` (bfcl-eval's layout); writes its score files under `score_dir`; returns {model folder:
+    {category: {"accuracy", "total_count"}}}."""
+    python = ensure_venv()
+    env = {**os.environ, "BFCL_PROJECT_ROOT": str(venv_dir() / "bfcl_project")}
+    done = subprocess.run([str(python), str(SCORER), str(result_dir), str(score_dir)], capture_output=True, text=True,
+                          check=False, env=env)  # fmt: skip
+    if done.returncode != 0:
+        sys.stderr.write(done.stdout[-2000:] + done.stderr[-4000:])
+        raise RuntimeError(f"bfcl-eval's scorer failed with exit code {done.returncode}")
+    return json.loads(done.stdout.strip().splitlines()[-1])

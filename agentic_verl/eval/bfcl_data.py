@@ -2,6 +2,12 @@
 
     questions = load_questions(["simple_python", "live_irrelevance"], limit=2)
     messages = build_messages(questions[0])          # BFCL's system prompt + the question's user turn(s)
+    entries = load_multi_turn_questions(["multi_turn_base"], limit=2)
+    messages = multi_turn_messages(parse_entry(entries[0]["entry"]))   # the system prompt + turn 0
+
+Multi-turn entries (`MULTI_TURN`) are BFCL's as its loader makes them (`load_dataset_entry`): the function docs of
+the involved classes (`data/multi_turn_func_doc/`), the ground truth beside; `missed_function` keeps the names, which
+`rewards.bfcl.multi_turn_entry.parse_entry` turns into docs, the `bfcl_multi_turn` agent loop's row schema.
 
 The question and possible-answer files are read from the installed package (`bfcl_eval/data/`, install it with
 `pip install --no-deps bfcl-eval==2026.3.23`); none of its modules is imported except the prompt templates
@@ -31,26 +37,30 @@ CATEGORIES = AST_CATEGORIES + RELEVANCE_CATEGORIES
 NON_LIVE_AST = ("simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple")
 LIVE = ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple", "live_irrelevance",
         "live_relevance")  # fmt: skip
+MULTI_TURN = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context")
+# "all" keeps its meaning of before multi-turn (the single-turn categories FunReason reports): multi-turn needs the
+# BFCL environment server (.venv-bfcl), so it is asked for by name or as the group "multi_turn", as BFCL names it.
 GROUPS = {"all": CATEGORIES, "non_live": NON_LIVE_AST + ("irrelevance",), "live": LIVE, "ast": AST_CATEGORIES,
-          "relevance": RELEVANCE_CATEGORIES}  # fmt: skip
+          "relevance": RELEVANCE_CATEGORIES, "multi_turn": MULTI_TURN}  # fmt: skip
 PROMPTS = ("bfcl", "funreason")
 _VERSION = "BFCL_v4"
 _INSTALL = "pip install --no-deps bfcl-eval==2026.3.23"
 
 
 def resolve_categories(names) -> list[str]:
-    """Category names and group names (all, non_live, live, ast, relevance) -> categories, in BFCL's order."""
+    """Category names and group names (all, non_live, live, ast, relevance, multi_turn) -> categories, in BFCL's
+    order (the single-turn ones, then multi-turn)."""
     chosen = set()
     for name in [names] if isinstance(names, str) else list(names or ["all"]):
         for part in str(name).replace(",", " ").split():
             if part in GROUPS:
                 chosen.update(GROUPS[part])
-            elif part in CATEGORIES:
+            elif part in CATEGORIES + MULTI_TURN:
                 chosen.add(part)
             else:
-                raise ValueError(f"unknown BFCL category {part!r}; known: {', '.join(CATEGORIES)} "
-                                 f"and the groups {', '.join(GROUPS)}")
-    return [category for category in CATEGORIES if category in chosen]
+                raise ValueError(f"unknown BFCL category {part!r}; known: {', '.join(CATEGORIES + MULTI_TURN)} "
+                                 f"and the groups {', '.join(GROUPS)} (all: the single-turn ones)")
+    return [category for category in CATEGORIES + MULTI_TURN if category in chosen]
 
 
 def _data_dir():
@@ -71,7 +81,39 @@ def load_questions(categories, limit: int | None = None) -> list[dict]:
     data = _data_dir()
     questions = []
     for category in resolve_categories(categories):
-        questions += _read_questions(Path(str(data / f"{_VERSION}_{category}.json")), category, limit)
+        if category not in MULTI_TURN:
+            questions += _read_questions(Path(str(data / f"{_VERSION}_{category}.json")), category, limit)
+    return questions
+
+
+def load_multi_turn_questions(categories, limit: int | None = None) -> list[dict]:
+    """`[{"id", "category", "entry"}]` for the multi-turn categories among `categories`, the first `limit` of each;
+    `entry` is the BFCL entry in the `bfcl_multi_turn` row schema (`id`, `question`, `initial_config`,
+    `involved_classes`, `function`: every involved class's docs, `missed_function`: names, `ground_truth`)."""
+    categories = [c for c in resolve_categories(categories) if c in MULTI_TURN] if categories else []
+    if not categories:
+        return []
+    from bfcl_eval.constants.executable_backend_config import MULTI_TURN_FUNC_DOC_FILE_MAPPING  # a plain dict module
+
+    data = _data_dir()
+    docs: dict[str, list[dict]] = {}
+    questions = []
+    for category in categories:
+        name = f"{_VERSION}_{category}.json"
+        answers = {e["id"]: e["ground_truth"] for e in _read_jsonl(data / "possible_answer" / name)}
+        for entry in _read_jsonl(data / name)[:limit]:
+            functions = []
+            for class_name in entry["involved_classes"]:
+                if class_name not in docs:
+                    docs[class_name] = _read_jsonl(data / "multi_turn_func_doc" /
+                                                   MULTI_TURN_FUNC_DOC_FILE_MAPPING[class_name])
+                functions += copy.deepcopy(docs[class_name])
+            fields = {"id": entry["id"], "question": entry["question"], "initial_config": entry["initial_config"],
+                      "involved_classes": entry["involved_classes"], "function": functions,
+                      "ground_truth": answers[entry["id"]]}
+            if "missed_function" in entry:
+                fields["missed_function"] = entry["missed_function"]
+            questions.append({"id": entry["id"], "category": category, "entry": fields})
     return questions
 
 
@@ -168,6 +210,19 @@ def bfcl_system_prompt(functions: list[dict]) -> str:
                                                        tool_call_format=tool_call,
                                                        multiturn_behavior=style["multiturn_behavior"],
                                                        available_tools=tools)
+
+
+def multi_turn_messages(entry, prompt: str = "bfcl") -> list[dict]:
+    """The `prompt` of a multi-turn question (a `parse_entry` BfclEntry): the system prompt over the functions
+    available at turn 0 (bfcl: BFCL's, over its hinted docs; funreason: the `bfcl_multi_turn` loop's training
+    prompt, `prompts.bfcl_multi_turn_messages`), then turn 0's messages."""
+    functions = entry.functions_at_start()
+    if prompt == "funreason":
+        from agentic_verl.agent_loops.prompts import bfcl_multi_turn_messages
+
+        return bfcl_multi_turn_messages(entry.question[0], functions)
+    category = entry.id.rsplit("_", 1)[0]
+    return build_messages({"functions": functions, "category": category, "turns": entry.question[0]}, prompt)
 
 
 def build_messages(question: dict, prompt: str = "bfcl") -> list[dict]:

@@ -1,7 +1,10 @@
-"""`agentic-verl eval bfcl`: a model on BFCL's single-turn categories, scored and aggregated as FunReason reports.
+"""`agentic-verl eval bfcl`: a model on BFCL's single-turn categories, scored and aggregated as FunReason reports,
+and on its multi-turn categories, scored by bfcl-eval's multi-turn checker (`bfcl_multi_turn.py`).
 
     result = evaluate(BFCLEvalSettings(model="outputs/funreason/hf", engine="vllm", categories=["all"]))
     print(format_paper_table(result), format_category_table(result), sep="\\n\\n")
+    result = evaluate(BFCLEvalSettings(model="outputs/funreason_mt/hf", categories=["multi_turn"]))
+    print(format_multi_turn_table(result))
 
 Questions: BFCL v4's AST categories (simple_python / java / javascript, multiple, parallel, parallel_multiple and
 their live_ counterparts) and irrelevance / live_irrelevance / live_relevance, read from the `bfcl-eval`
@@ -26,6 +29,10 @@ Beside them, Live AST (`live_ast`): count-weighted over the four live AST catego
 Acc" (bfcl-eval 2025.8.25 on, the V4 release, gorilla PR #1019: "Non-Live Acc and Live Acc score calculation now
 excludes the Irrelevance/Relevance category scores"), which the installed bfcl-eval computes. `LIVE_DEFINITIONS`
 names both; the paper table prints both, the published rows in the v3 column they match.
+Multi-turn (`MULTI_TURN`, the group `multi_turn`; not in `all`, they need the BFCL environment server): each
+question run by the `bfcl_multi_turn` agent loop against the server (started for the run in `.venv-bfcl`, or
+`bfcl_env_url`), judged by bfcl-eval's multi-turn checker on it; the aggregate `multi_turn` is bfcl-eval's
+Multi-Turn Overall Acc, the unweighted mean of the four categories, printed beside FunReason-MT's published rows.
 An aggregate over only some of its categories (`--categories`, or a category left out) is marked partial.
 Every failed question keeps BFCL's error type; the category table counts them. Beside these: accuracy over all
 questions, the share of outputs cut at the token limit, and calls per question (the calls that decode, 0 when none
@@ -37,20 +44,28 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from agentic_verl.eval.bfcl_data import (
     LIVE,
+    MULTI_TURN,
     NON_LIVE_AST,
     PROMPTS,
     build_messages,
+    load_multi_turn_questions,
     load_question_files,
     load_questions,
     resolve_categories,
 )
 from agentic_verl.eval.output import write_run
-from agentic_verl.eval.published import FUNREASON_BFCL, FUNREASON_BFCL_DEFINITION
+from agentic_verl.eval.published import (
+    FUNREASON_BFCL,
+    FUNREASON_BFCL_DEFINITION,
+    FUNREASON_MT_BFCL,
+    FUNREASON_MT_BFCL_DEFINITION,
+)
 from agentic_verl.net import check_model_or_endpoint
 from agentic_verl.rewards.bfcl import DecodeError, ast_match, decode, language_of
 
@@ -84,8 +99,12 @@ class BFCLEvalSettings:
     prompt: str = "bfcl"  # "bfcl": BFCL's prompting system prompt; "funreason": this repo's training prompt
     temperature: float = 0.0  # greedy (BFCL: 0.001)
     top_p: float = 1.0
-    max_tokens: int = 4096  # new tokens per question (BFCL caps at 4096)
+    max_tokens: int = 4096  # new tokens per question, multi-turn: per step (BFCL caps each at 4096)
     concurrency: int = 64  # questions in flight (the in-process engines' batch size)
+    # multi-turn
+    bfcl_env_url: str | None = None  # a running `agentic-verl serve bfcl-env`; None: one is started for the run
+    max_steps_per_turn: int = 20  # BFCL's MAXIMUM_STEP_LIMIT: more executed steps in a turn force-quit the question
+    max_conversation_tokens: int = 131072  # a question's tokens after its first prompt (steps, tool outputs, turns)
     dtype: str = "auto"  # in-process engines: auto = bfloat16 on CUDA, float32 on CPU
     seed: int = 0
 
@@ -98,7 +117,7 @@ class BFCLEvalSettings:
         check_model_or_endpoint(self.model, self.endpoint, self.model_name)
         if self.prompt not in PROMPTS:
             raise ValueError(f"unknown prompt {self.prompt!r}; known: {', '.join(PROMPTS)}")
-        for name in ("max_tokens", "concurrency"):
+        for name in ("max_tokens", "concurrency", "max_steps_per_turn", "max_conversation_tokens"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.limit is not None and self.limit < 1:
@@ -107,6 +126,10 @@ class BFCLEvalSettings:
     @property
     def tokenizer_path(self) -> str:
         return self.tokenizer or self.model or self.model_name
+
+    @property
+    def multi_turn_categories(self) -> list[str]:
+        return [c for c in self.categories or [] if c in MULTI_TURN]
 
 
 def evaluate(settings: BFCLEvalSettings, engine=None) -> dict:
@@ -119,22 +142,61 @@ def evaluate(settings: BFCLEvalSettings, engine=None) -> dict:
         questions = load_question_files(settings.questions, settings.limit)
     else:
         questions = load_questions(settings.categories, settings.limit)
+    multi_turn = load_multi_turn_questions(settings.multi_turn_categories, settings.limit)
+    if multi_turn and settings.bfcl_env_url is None:
+        from agentic_verl.bfcl_env.venv import require_python
+
+        require_python()  # the environment server runs in .venv-bfcl: FileNotFoundError naming `make bfcl-venv`
     tokenizer = load_tokenizer(settings.tokenizer_path)
     prompts = [prompt_ids(tokenizer, build_messages(q, settings.prompt)) for q in questions]
-    if engine is not None:
-        return asyncio.run(_evaluate(settings, engine, tokenizer, questions, prompts))
-    if settings.endpoint is not None:
-        from agentic_verl.generation.openai_endpoint import EndpointGenerationEngine
+    with _environment(settings, bool(multi_turn)) as env_url:
+        def run(built) -> dict:
+            return asyncio.run(_evaluate(settings, built, tokenizer, questions, prompts, multi_turn, env_url))
 
-        endpoint = EndpointGenerationEngine(settings.endpoint, settings.model_name, tokenizer,
-                                            default_max_tokens=settings.max_tokens,
-                                            api_key_env=settings.api_key_env)
-        return asyncio.run(_evaluate(settings, endpoint, tokenizer, questions, prompts))
-    from agentic_verl.generation import open_engine
+        if engine is not None:
+            return run(engine)
+        if settings.endpoint is not None:
+            from agentic_verl.generation.openai_endpoint import EndpointGenerationEngine
 
-    with open_engine(settings.engine, settings.model, dtype=_dtype(settings.dtype),
-                     max_batch_size=settings.concurrency, seed=settings.seed) as built:
-        return asyncio.run(_evaluate(settings, built, tokenizer, questions, prompts))
+            return run(EndpointGenerationEngine(settings.endpoint, settings.model_name, tokenizer,
+                                                default_max_tokens=settings.max_tokens,
+                                                api_key_env=settings.api_key_env))
+        from agentic_verl.generation import open_engine
+
+        with open_engine(settings.engine, settings.model, dtype=_dtype(settings.dtype),
+                         max_batch_size=settings.concurrency, seed=settings.seed) as built:
+            return run(built)
+
+
+@contextmanager
+def _environment(settings: BFCLEvalSettings, needed: bool):
+    """The BFCL environment server's URL for the run's multi-turn questions (None when there are none): the one
+    given, once its /health answers, or one started here in `.venv-bfcl` and stopped when the run ends."""
+    if not needed:
+        yield None
+        return
+    if settings.bfcl_env_url is not None:
+        from agentic_verl.bfcl_env.client import BfclEnvClient, BfclEnvError
+
+        async def health():
+            client = BfclEnvClient(settings.bfcl_env_url, timeout_s=10.0)
+            try:
+                await client.health()
+            finally:
+                await client.aclose()
+
+        try:
+            asyncio.run(health())
+        except BfclEnvError as exc:
+            raise ValueError(f"BFCL environment server {settings.bfcl_env_url} is not usable ({exc}); start one with "
+                             "`agentic-verl serve bfcl-env`, or leave out --bfcl-env-url to have the run start one"
+                             ) from None
+        yield settings.bfcl_env_url
+        return
+    from agentic_verl.bfcl_env.process import BfclEnvProcess
+
+    with BfclEnvProcess() as server:
+        yield server.url
 
 
 def prompt_ids(tokenizer, messages: list[dict]) -> list[int]:
@@ -143,10 +205,32 @@ def prompt_ids(tokenizer, messages: list[dict]) -> list[int]:
     return tokenizer.encode(text, add_special_tokens=False)
 
 
-async def _evaluate(s: BFCLEvalSettings, engine, tokenizer, questions: list[dict], prompts: list[list[int]]) -> dict:
+async def _evaluate(s: BFCLEvalSettings, engine, tokenizer, questions: list[dict], prompts: list[list[int]],
+                    multi_turn: list[dict], env_url: str | None) -> dict:
+    from agentic_verl.eval.bfcl_multi_turn import run_multi_turn
+
     check = getattr(engine, "check", None)
     if check is not None:
         await check()  # an endpoint that is down or serves another model fails here, before any question
+    started = time.perf_counter()
+    try:
+        records = await _single_turn(s, engine, tokenizer, questions, prompts) if questions else []
+        if multi_turn:
+            records += await run_multi_turn(s, engine, tokenizer, multi_turn, env_url)
+    finally:
+        aclose = getattr(engine, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    wall = time.perf_counter() - started
+    result = summarize(records)
+    result["summary"]["seconds"] = round(wall, 1)
+    settings = asdict(s)
+    settings["model"] = s.model or s.model_name
+    return {"settings": settings, **result}
+
+
+async def _single_turn(s: BFCLEvalSettings, engine, tokenizer, questions: list[dict], prompts: list[list[int]]
+                       ) -> list[dict]:
     sampling = {"temperature": s.temperature, "top_p": s.top_p, "max_tokens": s.max_tokens, "logprobs": False}
     if s.temperature > 0:
         sampling["seed"] = s.seed
@@ -161,24 +245,13 @@ async def _evaluate(s: BFCLEvalSettings, engine, tokenizer, questions: list[dict
         text = tokenizer.decode(out.token_ids, skip_special_tokens=True)
         return text, out.finish_reason, len(out.token_ids)
 
-    started = time.perf_counter()
-    try:
-        outputs = await asyncio.gather(*(one(q, ids) for q, ids in zip(questions, prompts, strict=True)))
-    finally:
-        aclose = getattr(engine, "aclose", None)
-        if aclose is not None:
-            await aclose()
-    wall = time.perf_counter() - started
+    outputs = await asyncio.gather(*(one(q, ids) for q, ids in zip(questions, prompts, strict=True)))
     records = score(questions, [text for text, _, _ in outputs])
     for record, ids, (_, finish, n_tokens) in zip(records, prompts, outputs, strict=True):
         record.update(prompt_tokens=len(ids), output_tokens=n_tokens, finish_reason=finish)
         if finish.startswith(GENERATION_FAILED):
             record.update(valid=False, error_type=GENERATION_FAILED, errors=[finish])
-    result = summarize(records)
-    result["summary"]["seconds"] = round(wall, 1)
-    settings = asdict(s)
-    settings["model"] = s.model or s.model_name
-    return {"settings": settings, **result}
+    return records
 
 
 def score(questions: list[dict], outputs: list[str]) -> list[dict]:
@@ -240,6 +313,9 @@ def aggregate(categories: dict[str, dict]) -> dict:
     >>> live = {"live_simple": {"n": 3, "correct": 3}, "live_irrelevance": {"n": 1, "correct": 0}}
     >>> aggregate(live)["live"], aggregate(live)["live_ast"]
     (0.75, 1.0)
+    >>> mt = {"multi_turn_base": {"n": 4, "correct": 1, "accuracy": .25}, "multi_turn_miss_func": _one_of(2)}
+    >>> aggregate(mt)["multi_turn"], aggregate(mt)["multi_turn_complete"]
+    (0.375, False)
     """
     groups = []
     for _, members in NON_LIVE_GROUPS:
@@ -258,7 +334,15 @@ def aggregate(categories: dict[str, dict]) -> dict:
     both = non_live is not None and out["live"] is not None
     out["overall"] = (non_live + out["live"]) / 2 if both else None
     out["overall_complete"] = both and out["non_live_complete"] and out["live_complete"]
+    multi_turn = [c for c in MULTI_TURN if c in categories]  # bfcl-eval's overall_accuracy_multi_turn: unweighted
+    out.update({"multi_turn": sum(categories[c]["accuracy"] for c in multi_turn) / len(multi_turn) if multi_turn
+                else None, "multi_turn_complete": len(multi_turn) == len(MULTI_TURN),
+                "multi_turn_categories": multi_turn})
     return out
+
+
+def _one_of(n: int) -> dict:
+    return {"n": n, "correct": 1, "accuracy": 1 / n}
 
 
 def _label(result: dict) -> str:
@@ -287,6 +371,38 @@ def format_paper_table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def format_multi_turn_table(result: dict) -> str:
+    """BFCL's multi-turn columns: Multi-Turn Overall (the unweighted mean of the four categories) and each category,
+    FunReason-MT's published rows (BFCL v3's multi-turn overall only), then ours (partial overall marked *)."""
+    s, categories = result["summary"], result["categories"]
+    lines = ["| model | Multi-Turn Overall | " + " | ".join(c.removeprefix("multi_turn_") for c in MULTI_TURN) + " |",
+             "|---|---|" + "---|" * len(MULTI_TURN)]
+    lines += [f"| {name} | {overall:.2f} | " + " | ".join("-" for _ in MULTI_TURN) + " |"
+              for name, overall in FUNREASON_MT_BFCL.items()]
+    overall = _pct(s.get("multi_turn")) + ("" if s.get("multi_turn") is None or s["multi_turn_complete"] else "*")
+    n = sum(categories[c]["n"] for c in MULTI_TURN if c in categories)
+    cells = [_pct(categories[c]["accuracy"]) if c in categories else "-" for c in MULTI_TURN]
+    lines.append(f"| {_label(result)} (n={n}) | {overall} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("Multi-Turn Overall: the unweighted mean of the four categories (bfcl-eval's "
+                 f"overall_accuracy_multi_turn). Published rows: {FUNREASON_MT_BFCL_DEFINITION}.")
+    if overall.endswith("*"):
+        lines.append("\\* over the evaluated categories only (not all four)")
+    return "\n".join(lines)
+
+
+def format_tables(result: dict) -> list[str]:
+    """The tables of a run: FunReason's when it has single-turn categories, multi-turn's when it has multi-turn
+    ones, then the per-category table."""
+    categories = result["categories"]
+    tables = []
+    if any(c not in MULTI_TURN for c in categories):
+        tables.append(format_paper_table(result))
+    if any(c in MULTI_TURN for c in categories):
+        tables.append(format_multi_turn_table(result))
+    return [*tables, format_category_table(result)]
+
+
 def format_category_table(result: dict, top: int = 3) -> str:
     """Per category, then all questions: n, accuracy, outputs cut at the token limit, calls per question, and the
     most frequent error types."""
@@ -309,5 +425,10 @@ def format_category_table(result: dict, top: int = 3) -> str:
 
 
 def write_result(result: dict, out_dir: str | Path) -> Path:
-    """OUT/result.json (everything, per-question outputs included) and OUT/table.md (both tables)."""
-    return write_run(result, out_dir, format_paper_table(result), format_category_table(result))
+    """OUT/result.json (everything, per-question outputs included), OUT/table.md (`format_tables`), and bfcl-eval's
+    own result and score files under OUT/result/ and OUT/score/ (`bfcl_layout.py`)."""
+    from agentic_verl.eval.bfcl_layout import write_layout
+
+    path = write_run(result, out_dir, *format_tables(result))
+    write_layout(result, out_dir, _label(result))
+    return path

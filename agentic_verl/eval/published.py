@@ -51,3 +51,13 @@ FUNREASON_BFCL = {
     "Qwen2.5-Coder-7B-Instruct (published)": (84.08, 69.78, 76.93),
     "Qwen2.5-Coder-7B FunReason (published)": (87.00, 80.31, 83.66),
 }
+
+# FunReason-MT (arXiv 2510.24645; model card huggingface.co/Bingguang/FunReason-MT, "BFCLv3 Multi-Turn and Single-Turn
+# Performance"): BFCL v3 Multi-Turn Overall, in percent, the rows `eval bfcl` prints above ours on the multi-turn
+# categories. Only the overall is published (no per-category numbers).
+FUNREASON_MT_BFCL_DEFINITION = ("FunReason-MT (arXiv 2510.24645; its model card's BFCL v3 table), Multi-Turn Overall "
+                                "measured on BFCL v3's data of the four categories; ours on the installed bfcl-eval's")
+FUNREASON_MT_BFCL = {
+    "Qwen3-4B-Instruct-2507 (published)": 15.75,
+    "Qwen3-4B FunReason-MT (published)": 56.50,
+}

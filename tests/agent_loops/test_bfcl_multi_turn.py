@@ -119,6 +119,7 @@ def test_two_turns_tokens_are_the_chat_template_of_bfcls_conversation(qwen_dir, 
         {"steps": 3, "calls": 3, "decode_failures": 0, "env_errors": 0, "end": "no_call"},
         {"steps": 2, "calls": 1, "decode_failures": 0, "env_errors": 0, "end": "no_call"},
     ]
+    assert record["responses"] == [a[:3], a[3:]]  # every step's text, the answers that end the turns included
     assert record["terminated"] is None and record["num_turns"] == 2 and record["env_url"] == ENV_URL
     metrics = out.extra_fields["agent_metrics"]
     assert metrics["num_turns"] == 5 and metrics["num_tool_calls"] == 4
@@ -208,6 +209,17 @@ def test_missed_function_docs_appear_only_from_the_turn_that_adds_them(qwen_dir,
     with pytest.raises(ValueError, match=r"documents \['mv'\].*withholds"):
         _run(qwen_dir, tok, ScriptedServer(tok, []), leaky, extra_info)
     assert len(env.created) == 1
+
+    # BFCL's own wording of the added docs (`eval bfcl --prompt bfcl`): the Python list its prompting handler prints
+    server = ScriptedServer(tok, ["I cannot." + eos, "[mv(source='readme.md', destination='README.md')]" + eos,
+                                  "Renamed." + eos])
+    out = _run(qwen_dir, tok, server, prompt, extra_info, added_functions_format="python")
+    added = observation_texts(out, tok)[0]
+    assert f"{[FUNCTIONS[3]]}\nI have updated some more functions you can choose from. What about now?" in added
+    assert json.dumps(FUNCTIONS[3], indent=4) not in added and out.extra_fields["bfcl_multi_turn"]["model_calls"] == [
+        [], [[mv]]]
+    with pytest.raises(ValueError, match="added_functions_format must be one of"):
+        _run(qwen_dir, tok, ScriptedServer(tok, []), prompt, extra_info, added_functions_format="yaml")
 
 
 def test_more_steps_than_the_limit_force_quit_and_the_reward_fails_it_unchecked(qwen_dir, qwen_tokenizer, env):

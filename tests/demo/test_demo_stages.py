@@ -46,6 +46,24 @@ def test_bfcl_result_gives_accuracy_by_category_decoded_calls_and_truncation(tmp
     assert record["truncation_rate"] == pytest.approx(1 / 6)
 
 
+def test_bfcl_result_with_multi_turn_questions_counts_their_executed_calls(tmp_path):
+    """Multi-turn records carry no single output: the calls their steps executed, as `eval bfcl` counted them."""
+    from agentic_verl.eval.bfcl_eval import summarize
+
+    path, records = write_bfcl(tmp_path / "bfcl" / "result.json", [
+        ("simple_python", [{"set_lamp": {"level": [3]}}], "[set_lamp(level=3)]", "stop")])
+    records += [{"id": "multi_turn_base_0", "category": "multi_turn_base", "valid": True, "error_type": None,
+                 "calls": 5, "finish_reason": "stop"},
+                {"id": "multi_turn_base_1", "category": "multi_turn_base", "valid": False,
+                 "error_type": "multi_turn:force_terminated", "calls": 2, "finish_reason": "length"}]
+    path.write_text(json.dumps({"settings": {"label": "x"}, **summarize(records)}))
+    record = stage_record("multi-turn", path, 1.0)
+    assert record["eval"] == "bfcl" and record["n"] == 3 and record["score"] == pytest.approx(2 / 3)
+    assert record["by_kind"] == pytest.approx({"simple_python": 1.0, "multi_turn_base": 0.5})
+    assert record["tool_calls_per_question"] == pytest.approx((1 + 5 + 2) / 3)
+    assert record["truncation_rate"] == pytest.approx(1 / 3)
+
+
 def test_screenspot_result_gives_accuracy_by_size_clicks_and_truncation(tmp_path):
     small, medium, large = [0, 0, 20, 20], [100, 100, 140, 140], [200, 100, 300, 180]
     samples = [(small, [10, 10], {}), (small, [50, 50], {"truncated": True}),  # hit; a miss cut at the limit

@@ -118,8 +118,9 @@ def test_partial_aggregates_are_marked():
 def test_categories_resolve_groups_and_reject_unknown_names():
     assert resolve_categories(["live", "simple_java"])[0] == "simple_java"
     assert len(resolve_categories(["all"])) == len(CATEGORIES) == 13
+    assert resolve_categories(["multi_turn_base", "simple_java"]) == ["simple_java", "multi_turn_base"]
     with pytest.raises(ValueError, match="unknown BFCL category"):
-        resolve_categories(["multi_turn_base"])
+        resolve_categories(["web_search"])
 
 
 @official
@@ -218,7 +219,7 @@ def test_eval_bfcl_end_to_end_with_smollm2_on_cpu(smollm2_dir, tmp_path, capsys)
 def test_bad_settings_fail_before_any_model_loads(smollm2_dir, tmp_path, capsys):
     # one clear line each, no traceback, nothing generated
     assert cli_main(["eval", "bfcl", "--model", str(tmp_path / "missing")]) == 2
-    assert cli_main(["eval", "bfcl", "--model", str(smollm2_dir), "--categories", "multi_turn_base"]) == 2
+    assert cli_main(["eval", "bfcl", "--model", str(smollm2_dir), "--categories", "memory_kv"]) == 2
     assert cli_main(["eval", "bfcl", "--endpoint", "http://127.0.0.1:9"]) == 2  # no --model-name
     errors = capsys.readouterr().err.splitlines()
     assert len(errors) == 3 and "model folder not found" in errors[0] and "unknown BFCL category" in errors[1]
