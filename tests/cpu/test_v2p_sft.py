@@ -23,7 +23,7 @@ import pytest
 from cpu_backend_helpers import REPO
 from test_funreason_sft import _RECORDER, _compose  # the torchrun stand-in and our SFT configs' composition
 
-RECIPES = {"v2p/sft_warmup.sh": ("v2p_warmup", "warmup"), "v2p/sft_full.sh": ("v2p_full", "full")}
+RECIPES = {"v2p/sft_warmup.sh": ("v2p/sft_warmup", "warmup"), "v2p/sft_full.sh": ("v2p/sft_full", "full")}
 EMBEDDING = "model.language_model.embed_tokens.weight"  # transformers' in-memory name; on disk see _weights
 
 
@@ -49,16 +49,17 @@ def test_recipe_overrides_compose_with_our_sft_config(recipe, device, tmp_path):
     assert argv[module_at + 1] == "agentic_verl.training.sft_trainer"
     overrides = argv[module_at + 2 :]
     config_name, stage = RECIPES[recipe]
-    assert overrides[:2] == ["--config-name", config_name] and overrides[-1] == "trainer.total_epochs=3"
+    config_path = ["--config-path", str(REPO / "recipes"), "--config-name", config_name]
+    assert overrides[:4] == config_path and overrides[-1] == "trainer.total_epochs=3"
     config = _compose(overrides)
     assert config.loss.name == "v2p" and config.loss.kwargs.stage == stage and config.trainer.total_epochs == 3
     assert config.model.path == "/models/some-v2p-model" and config.model.external_lib == "agentic_verl.gui.model"
     assert config.data.custom_cls.name == "V2PSFTDataset" and config.data.pad_mode == "no_padding"
     assert config.engine.strategy == "fsdp2"  # FSDP1's flat parameters cannot mix frozen and trained weights
     assert "hf_model" in config.checkpoint.save_contents  # the folder stage 2 and evaluation load
-    if device == "gpu":  # the paper's settings (docs/methods.md "V2P"), from v2p_warmup.yaml / v2p_full.yaml
+    if device == "gpu":  # the paper's settings (docs/methods.md "V2P"), from recipes/v2p/sft_warmup.yaml, sft_full.yaml
         assert (config.optim.lr, config.data.train_batch_size) == {"warmup": (1e-4, 128), "full": (5e-6, 128)}[stage]
-        assert _compose(["--config-name", config_name]).trainer.total_epochs == 1
+        assert _compose(config_path).trainer.total_epochs == 1
         assert (config.loss.kwargs.lm_weight, config.loss.kwargs.pointer_weight) == (1.0, 1.0)
         if stage == "full":
             assert (config.optim.lr_scheduler_type, config.optim.lr_warmup_steps_ratio) == ("cosine", 0.03)
