@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # RAG-R1 stage 1: SFT cold start on correct search trajectories, with verl's own SFT trainer (torchrun).
 # Retrieved documents sit inside the assistant turn and are masked out of the loss, so the default dataset is
-# the pretokenized one written by `agentic-verl data sft-trajectories` (agentic_verl/data/sft_dataset.py).
+# the pretokenized one written by `agentic-verl data sft-trajectories` (agentic_verl/training/sft_dataset.py).
 # For chat-messages data (a `messages` column) use verl's own dataset: SFT_DATASET_PATH=null SFT_DATASET_NAME=null.
 #
 # Hardware: 8x A100/H100 80GB for Qwen2.5-7B-Instruct (the paper: ~19k step-level samples).

@@ -93,7 +93,7 @@ def _train_file(tmp_path):
 def _span_counts(train, model_dir) -> tuple[int, int]:
     from transformers import AutoTokenizer
 
-    from agentic_verl.data.fc_sft_dataset import FunctionCallSFTDataset
+    from agentic_verl.training.fc_sft_dataset import FunctionCallSFTDataset
 
     dataset = FunctionCallSFTDataset(str(train), AutoTokenizer.from_pretrained(str(model_dir)), {"max_length": 1024})
     # verl's loss reads loss_mask[t + 1] against log-prob t; the first token of a row is never a target

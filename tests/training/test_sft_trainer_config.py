@@ -58,7 +58,7 @@ def test_defaults_sft_trainer_is_verls_loss_funreason_is_srml():
     assert _compose("sft_trainer", []).loss.name == "sft"
     funreason = _compose("funreason/sft", [])
     assert funreason.loss.name == "srml" and funreason.trainer.experiment_name == "funreason_srml"
-    assert funreason.data.custom_cls.path == "pkg://agentic_verl.data.fc_sft_dataset"
+    assert funreason.data.custom_cls.path == "pkg://agentic_verl.training.fc_sft_dataset"
 
 
 def test_the_entry_point_uses_this_folder():
