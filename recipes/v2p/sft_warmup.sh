@@ -9,7 +9,7 @@
 #           CPU: AGENTIC_VERL_DEVICE=cpu TRAIN_FILE=train.parquet bash recipes/v2p/sft_warmup.sh  (tiny random
 #           Qwen2.5-VL with the real processor, batch 4, 2 steps: smoke)
 # Model:    BASE_MODEL (a Qwen2.5-VL folder or hub id) -> INIT_DIR once: the three pointer tokens (new rows at the
-#           mean embedding) and a fresh pointer head (python -m agentic_verl.gui.model); MODEL_PATH=DIR skips that.
+#           mean embedding) and a fresh pointer head (python -m agentic_verl.v2p.model); MODEL_PATH=DIR skips that.
 # Data:     agentic-verl data gui --data data/GUI-Actor/uground.json --images data/GUI-Actor/images \
 #               --out data/v2p/train.parquet     (any layout `data gui` reads: box -> pointer label per sample)
 # Runtime:  not measured on GPUs. CPU smoke (tests/cpu/test_v2p_sft.py, 8 synthetic screenshots): docs/measurements.md,
@@ -31,7 +31,7 @@ AGENTIC_VERL_DEVICE=${AGENTIC_VERL_DEVICE:-gpu}
 PYTHON=${PYTHON:-python3}
 if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
     INIT_DIR=${INIT_DIR:-${AGENTIC_VERL_CACHE:-/tmp/agentic_verl_cache}/v2p_tiny}
-    INIT_FROM=(--tiny)                          # a tiny random Qwen2.5-VL (agentic_verl/gui/tiny.py)
+    INIT_FROM=(--tiny)                          # a tiny random Qwen2.5-VL (agentic_verl/v2p/tiny.py)
 else
     INIT_DIR=${INIT_DIR:-checkpoints/agentic_verl/v2p_init}
     INIT_FROM=(--base "${BASE_MODEL:-Qwen/Qwen2.5-VL-7B-Instruct}")
@@ -51,7 +51,7 @@ N_GPUS=${N_GPUS:-8}
 # SFT_CHECKPOINT_DIR: default checkpoints/agentic_verl/v2p_warmup.
 
 if [[ "$MODEL_PATH" == "$INIT_DIR" && ! -f "$INIT_DIR/config.json" ]]; then
-    "$PYTHON" -m agentic_verl.gui.model "${INIT_FROM[@]}" --out "$INIT_DIR"
+    "$PYTHON" -m agentic_verl.v2p.model "${INIT_FROM[@]}" --out "$INIT_DIR"
 fi
 
 ARGS=(
