@@ -200,7 +200,7 @@ def test_the_endpoint_engines_use_the_shared_check():
 
     from agentic_verl.data.fcdr.judge import JudgeClient
     from agentic_verl.generation.openai_endpoint import EndpointGenerationEngine
-    from agentic_verl.gui.predictors import EndpointPredictor
+    from agentic_verl.v2p.predictors import EndpointPredictor
 
     async def both(url):
         engine, judge = EndpointGenerationEngine(url, "gpt-4o", tokenizer=None), JudgeClient(url, "gpt-4o")
@@ -255,7 +255,7 @@ def test_every_endpoint_client_sends_the_key_and_no_result_holds_it(monkeypatch)
     from agentic_verl.data.fcdr.judge import JudgeClient
     from agentic_verl.eval.bfcl_eval import BFCLEvalSettings
     from agentic_verl.generation.openai_endpoint import EndpointGenerationEngine
-    from agentic_verl.gui.predictors import EndpointPredictor
+    from agentic_verl.v2p.predictors import EndpointPredictor
 
     class Tokenizer:
         eos_token_id = 0

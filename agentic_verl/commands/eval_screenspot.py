@@ -6,7 +6,7 @@ ScreenSpot-Pro from local folders, the published rows beside ours, and an HTML r
         --data data/ScreenSpot-v2 --out OUT
 
 The work is `agentic_verl.eval.screenspot` (loaders: `agentic_verl.data.gui_grounding`; predictors:
-`agentic_verl.gui.predictors`). `add_screenspot(sub)` adds the parser to the `eval` group.
+`agentic_verl.v2p.predictors`). `add_screenspot(sub)` adds the parser to the `eval` group.
 Writes OUT/result.json, OUT/table.md and OUT/report.html.
 """
 
@@ -20,14 +20,14 @@ from agentic_verl.commands._model_source import add_api_key_env
 def add_screenspot(sub) -> None:
     from agentic_verl.data.gui_grounding import LAYOUTS
     from agentic_verl.eval.screenspot import ScreenSpotSettings
-    from agentic_verl.gui.predictors import COORD_SYSTEMS
+    from agentic_verl.v2p.predictors import COORD_SYSTEMS
 
     d = ScreenSpotSettings.__dataclass_fields__
     default = (lambda name: d[name].default)  # noqa: E731
     p = sub.add_parser("screenspot", help="GUI grounding: click-in-box accuracy on ScreenSpot / -v2 / -Pro, the "
                                           "published rows beside ours, an HTML report with the clicks drawn",
                        description="Each screenshot + instruction goes to the model; a click inside the ground-truth "
-                       "box is a hit. --model: a V2P pointer model (agentic_verl.gui.model; its heatmap is drawn in "
+                       "box is a hit. --model: a V2P pointer model (agentic_verl.v2p.model; its heatmap is drawn in "
                        "the report) or any Qwen2.5-VL folder (greedy text click), run in-process; --endpoint: an "
                        "OpenAI-compatible chat-completions server. Writes OUT/result.json, table.md, report.html.")
     source = p.add_mutually_exclusive_group(required=True)

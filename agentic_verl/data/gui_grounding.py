@@ -285,8 +285,8 @@ def to_rows(samples: Iterable[GroundingSample], split: str, target: str = "point
     show the model one prompt.
     """
     from agentic_verl.agent_loops.prompts import gui_grounding_messages
-    from agentic_verl.gui.actions import POINTER_ACTION, grounding_messages
     from agentic_verl.rewards.gui import QWEN25VL_MAX_PIXELS, QWEN25VL_MIN_PIXELS, smart_resize
+    from agentic_verl.v2p.actions import POINTER_ACTION, grounding_messages
 
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")

@@ -13,7 +13,7 @@ splits the accuracy of two baselines that look at no instruction:
 - `random_widget`: click the centre of one of the screen's widgets, drawn uniformly: expected accuracy = mean over
   samples of 1 / (widgets on that screen); the honest floor for a model that finds widgets but not the target.
 
-Screens come from `agentic_verl.gui.synthetic.GuiWorld` (byte-identical per seed; held-out layouts disjoint from
+Screens come from `agentic_verl.v2p.synthetic.GuiWorld` (byte-identical per seed; held-out layouts disjoint from
 train's). Choose settings on dev; report test.
 """
 
@@ -24,8 +24,8 @@ from collections import defaultdict
 from dataclasses import asdict
 from pathlib import Path
 
-from agentic_verl.gui.sizes import SIZE_BUCKETS
-from agentic_verl.gui.synthetic import GuiWorld, SyntheticScreen, WorldConfig
+from agentic_verl.v2p.sizes import SIZE_BUCKETS
+from agentic_verl.v2p.synthetic import GuiWorld, SyntheticScreen, WorldConfig
 
 BENCHMARK = "gui_world"
 GROUP = "desktop"  # the SeeClick file name's group: screenspot_desktop.json

@@ -24,7 +24,7 @@ trajectory into rows (`input_ids`, `loss_mask`; the loss is on policy tokens onl
   `sft-trajectories` writes); a turn with neither stays in the input, out of the loss, and is counted.
 
 Only correct trajectories are kept: reward >= `min_reward`. A trajectory without a reward is dropped and counted
-(never silently kept). Rows are read by `agentic_verl.data.sft_dataset.PretokenizedSFTDataset`.
+(never silently kept). Rows are read by `agentic_verl.training.sft_dataset.PretokenizedSFTDataset`.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ Rows are cut by `agentic_verl.data.sft_steps.cut_samples`, the same code that cu
 are learned, the prompt and every retrieved document are not (RAG-R1's "retrieved documents never in the target").
 Style `steps`: RAG-R1's step-level samples (each turn with and without the earlier turns in the input).
 
-Rows are read by `agentic_verl.data.sft_dataset.PretokenizedSFTDataset` in verl's SFT trainer.
+Rows are read by `agentic_verl.training.sft_dataset.PretokenizedSFTDataset` in verl's SFT trainer.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ wrote and nothing else:
 - bfcl (`agentic-verl eval bfcl`, eval/bfcl_eval.py): AST accuracy over all questions; by BFCL category; the calls
   each output decodes to (BFCL's decoder, after the reasoning; 0 when nothing decodes); `finish_reason` "length".
 - screenspot (`agentic-verl eval screenspot`, eval/screenspot.py): click-in-box accuracy; by the target's size
-  (gui/sizes.py: the box's share of the screenshot's area); the share of samples with a parsed click; the share
+  (v2p/sizes.py: the box's share of the screenshot's area); the share of samples with a parsed click; the share
   whose text hit the token limit, where the sample record says so (`truncated: true` or `finish_reason: "length"`),
   else 0.
 """
@@ -22,7 +22,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from agentic_verl.gui.sizes import SIZE_BUCKETS, size_bucket
+from agentic_verl.v2p.sizes import SIZE_BUCKETS, size_bucket
 
 
 def load_result(path: str | Path) -> dict:

@@ -3,7 +3,7 @@
     result = evaluate(ScreenSpotSettings(data=["data/ScreenSpot-v2"], model="outputs/v2p/hf"))
     print(format_paper_table(result))
 
-Each sample's screenshot and instruction go to a click predictor (gui/predictors.py: a V2P pointer model or any
+Each sample's screenshot and instruction go to a click predictor (v2p/predictors.py: a V2P pointer model or any
 Qwen2.5-VL folder in-process, or an OpenAI-compatible endpoint); the metric is the one every grounding paper
 reports: the click, in original-screenshot pixels, lies inside the ground-truth box (edges included). Reported:
 accuracy per benchmark, per group (ScreenSpot: mobile/desktop/web; Pro: Dev/Creative/CAD/Scientific/Office/OS) x
@@ -23,8 +23,8 @@ from pathlib import Path
 
 from agentic_verl.data.gui_grounding import GroundingSample, load_grounding
 from agentic_verl.eval.output import write_run
-from agentic_verl.gui.sizes import SIZE_BUCKETS, size_bucket
 from agentic_verl.rewards.gui import point_in_box
+from agentic_verl.v2p.sizes import SIZE_BUCKETS, size_bucket
 
 BENCHMARKS = {"screenspot": "ScreenSpot", "screenspot_v2": "ScreenSpot-v2", "screenspot_pro": "ScreenSpot-Pro"}
 ELEMENT_TYPES = ("text", "icon")
@@ -82,11 +82,11 @@ def load_samples(s: ScreenSpotSettings) -> list[GroundingSample]:
 def evaluate(settings: ScreenSpotSettings, predictor=None, report=None) -> dict:
     """Every sample through the predictor -> {"settings", "summary", "benchmarks", "samples"}.
 
-    `predictor`: anything with `predict(image, instruction) -> Prediction` (gui/predictors.py); default: built from
+    `predictor`: anything with `predict(image, instruction) -> Prediction` (v2p/predictors.py); default: built from
     the settings. `report`: a `ScreenSpotReport` that gets every sample with its image and prediction."""
     samples = load_samples(settings)  # bad data fails before a model loads
     if predictor is None:
-        from agentic_verl.gui.predictors import open_predictor
+        from agentic_verl.v2p.predictors import open_predictor
 
         predictor = open_predictor(settings.model, settings.endpoint, settings.model_name, dtype=settings.dtype,
                                    min_pixels=settings.min_pixels, max_pixels=settings.max_pixels,

@@ -7,7 +7,7 @@
   instead of `prompt` (sft-click: with a text click, `data gui --target text-click`);
 - model: a local folder has config.json, weights and a tokenizer (as for every recipe) and is a Qwen2-VL /
   Qwen2.5-VL (the loop needs its processor: a processor or preprocessor config in the folder); a Hub id is checked
-  as `check_model` does; for SFT a V2P pointer model (`python -m agentic_verl.gui.model` makes one; sft-click: a
+  as `check_model` does; for SFT a V2P pointer model (`python -m agentic_verl.v2p.model` makes one; sft-click: a
   Qwen2-VL / Qwen2.5-VL);
 - GPU memory: the same budget as the RAG-R1 recipes (`check_gpu_memory`), skipped on CPU.
 """
@@ -28,7 +28,7 @@ _COLUMNS = {"grpo": ("prompt", "images", "reward_model", "data_source"), "sft": 
 _VL_MODEL_TYPES = {"grpo": ("qwen2_vl", "qwen2_5_vl"), "sft": ("v2p_qwen2_5_vl",),
                    "sft-click": ("qwen2_vl", "qwen2_5_vl")}
 _MODEL_HINT = {"grpo": "a Qwen2-VL / Qwen2.5-VL (e.g. Qwen/Qwen2.5-VL-7B-Instruct)",
-               "sft": "a V2P pointer model (python -m agentic_verl.gui.model --base QWEN2.5-VL --out DIR makes one)",
+               "sft": "a V2P pointer model (python -m agentic_verl.v2p.model --base QWEN2.5-VL --out DIR makes one)",
                "sft-click": "a Qwen2-VL / Qwen2.5-VL (e.g. Qwen/Qwen2.5-VL-7B-Instruct)"}
 _DATA_HINT = "agentic-verl data gui --data DIR --out FILE"
 

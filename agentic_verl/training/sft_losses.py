@@ -4,7 +4,7 @@
 - `sft`: verl's own token-mean loss (`verl.workers.utils.losses.sft_loss`), unchanged.
 - `srml`: FunReason's Self-Refinement Multiscale Loss (arXiv 2505.20192; docs/methods.md "FunReason"). Each target
   is split at `</think>` + blank line into a reasoning span and a call span (the dataset's per-token `think_mask`,
-  built at data time by `agentic_verl.data.fc_sft_dataset`), and
+  built at data time by `agentic_verl.training.fc_sft_dataset`), and
 
       L = alpha * mean CE(reasoning tokens) + (1 - alpha) * mean CE(call tokens)
 
@@ -136,7 +136,7 @@ class SRMLLoss:
         if THINK_MASK_KEY not in data.keys():
             raise KeyError(
                 f"the srml loss needs a per-token {THINK_MASK_KEY!r} in each sample: use a dataset that "
-                "splits targets into reasoning and call spans (agentic_verl.data.fc_sft_dataset)"
+                "splits targets into reasoning and call spans (agentic_verl.training.fc_sft_dataset)"
             )
         counts = torch.stack(span_counts(data["loss_mask"], data[THINK_MASK_KEY])).to(torch.int64)
         if dp_group is not None and torch.distributed.is_initialized():

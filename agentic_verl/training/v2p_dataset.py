@@ -19,8 +19,8 @@ import io
 import torch
 from verl.utils.dataset.multiturn_sft_dataset import MultiTurnSFTDataset
 
-from agentic_verl.gui.actions import POINTER_PAD
-from agentic_verl.gui.labels import pointer_label
+from agentic_verl.v2p.actions import POINTER_PAD
+from agentic_verl.v2p.labels import pointer_label
 
 POINTER_LABELS_KEY = "pointer_labels"
 
@@ -31,14 +31,14 @@ class V2PSFTDataset(MultiTurnSFTDataset):
     def __init__(self, parquet_files, tokenizer, config, processor=None, max_samples: int = -1):
         if processor is None:
             raise ValueError("V2P SFT needs the model's processor: model.path must be a V2P folder with its processor "
-                             "(python -m agentic_verl.gui.model --base ... --out ...)")
+                             "(python -m agentic_verl.v2p.model --base ... --out ...)")
         super().__init__(parquet_files, tokenizer, config, processor=processor, max_samples=max_samples)
         self.sigma_factor = float(config.get("pointer_sigma_factor", 1.0))
         self.merge = int(getattr(processor.image_processor, "merge_size", 2))
         self.pad_id = tokenizer.convert_tokens_to_ids(POINTER_PAD)
         if self.pad_id is None or self.pad_id == tokenizer.unk_token_id:
             raise ValueError(f"the tokenizer has no {POINTER_PAD} token: model.path must be a V2P folder "
-                             "(python -m agentic_verl.gui.model --base ... --out ...)")
+                             "(python -m agentic_verl.v2p.model --base ... --out ...)")
         missing = {self.image_key, "reward_model"} - set(self.dataframe.columns)
         if missing:
             raise ValueError(f"{parquet_files}: no column(s) {sorted(missing)}; write V2P SFT data with "

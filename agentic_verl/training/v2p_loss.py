@@ -1,6 +1,6 @@
 """V2P's SFT loss for verl's SFT trainer (`loss: v2p`): w_lm * CE + w_ptr * L_ptr, in a warm-up or a full stage.
 
-docs/methods.md ("V2P"): L_ptr = KL(label || softmax(pointer logits)) + valley (`agentic_verl.gui.loss`); stage 1
+docs/methods.md ("V2P"): L_ptr = KL(label || softmax(pointer logits)) + valley (`agentic_verl.v2p.loss`); stage 1
 ("warmup") trains only the pointer head and the three new token embeddings with the LM loss off; stage 2 ("full")
 trains everything with w_lm = w_ptr = 1. Here:
 
@@ -10,7 +10,7 @@ trains everything with w_lm = w_ptr = 1. Here:
 - L_ptr is the mean over the step's samples (all micro-batches, all data-parallel ranks): each micro-batch returns
   the sum over its samples / the step's sample count * dp_size, verl's loss contract (see `sft_losses`). The count
   is added by `prepare_batch`, all-reduced over the data-parallel group.
-- The model is `agentic_verl.gui.model.V2PForConditionalGeneration`; `prepare_model` puts it in the stage before
+- The model is `agentic_verl.v2p.model.V2PForConditionalGeneration`; `prepare_model` puts it in the stage before
   verl wraps it in FSDP (`sft_trainer.py`), and the engine hands the model's per-sample `pointer_logits` to the loss
   next to verl's `log_probs` (`model_outputs`). Labels come from the dataset (`v2p_dataset.V2PSFTDataset`).
 
@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import torch
 
-from agentic_verl.gui.loss import STAGES, pointer_loss
 from agentic_verl.training.sft_losses import SFT_LOSSES
+from agentic_verl.v2p.loss import STAGES, pointer_loss
 
 SAMPLES_KEY = "v2p_samples"  # the step's global number of samples (non-tensor data added by prepare_batch)
 POINTER_LOGITS_KEY = "pointer_logits"  # model output: one row of patch logits per sample (jagged)
@@ -54,12 +54,12 @@ class V2PLoss:
     def prepare_model(self, module) -> None:
         """The HF model verl built, before FSDP: set the stage and record the loss weights in its config (so the
         saved checkpoint says what it was trained with)."""
-        from agentic_verl.gui.model import V2PForConditionalGeneration
+        from agentic_verl.v2p.model import V2PForConditionalGeneration
 
         if not isinstance(module, V2PForConditionalGeneration):
             raise TypeError(f"loss v2p needs a V2P pointer model, got {type(module).__name__}: set model.path to a "
-                            "folder from `python -m agentic_verl.gui.model --base ... --out ...` and "
-                            "model.external_lib=agentic_verl.gui.model")
+                            "folder from `python -m agentic_verl.v2p.model --base ... --out ...` and "
+                            "model.external_lib=agentic_verl.v2p.model")
         module.set_stage(self.stage)
         module.config.lm_loss_weight = self.lm_weight
         module.config.pointer_loss_weight = self.pointer_weight

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # FunReason (arXiv 2505.20192) SFT with the Self-Refinement Multiscale Loss, on verl's own SFT trainer through
 # agentic_verl.training.sft_trainer (verl's trainer with the loss chosen by config; verl 0.9.1 hard-codes it).
-# Method settings (batch 512, lr 4e-5, warmup 0.05; alpha 0.7) live in agentic_verl/training/config/funreason.yaml
-# (and loss/srml.yaml); this script passes machine knobs only. sft_plain.sh: the same run with plain SFT loss.
+# Method settings (batch 512, lr 4e-5, warmup 0.05; alpha 0.7) live in recipes/funreason/sft.yaml (over
+# recipes/_common/sft.yaml, agentic_verl/training/config/loss/srml.yaml and verl's sft_trainer_engine); this script
+# passes machine settings, paths and the optional knobs below only when set. sft_plain.sh: the same run, plain loss.
 #
 # Hardware: 8x A100/H100 80GB for Qwen2.5-Coder-7B-Instruct (the paper's base model; also Llama-3.2-3B-Instruct).
 #           CPU: AGENTIC_VERL_DEVICE=cpu bash recipes/funreason/sft_srml.sh  (SmolLM2-135M, batch 4, 2 steps: smoke)
@@ -22,6 +23,7 @@ set -euo pipefail
 RECIPES=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$RECIPES/_common/device.sh"
 source "$RECIPES/_common/engine.sh"
+source "$RECIPES/_common/sft_knobs.sh"
 
 SFT_LOSS=${SFT_LOSS:-srml}                      # agentic_verl/training/config/loss/<name>.yaml: srml | sft
 MODEL_PATH=${MODEL_PATH:-Qwen/Qwen2.5-Coder-7B-Instruct}
@@ -36,35 +38,24 @@ N_GPUS=${N_GPUS:-8}
 MEGATRON_TP=${MEGATRON_TP:-4}
 MEGATRON_PP=${MEGATRON_PP:-1}
 MEGATRON_CP=${MEGATRON_CP:-1}
-MICRO_BATCH_SIZE=${MICRO_BATCH_SIZE:-4}          # per GPU
-SFT_BATCH_SIZE=${SFT_BATCH_SIZE:-}              # empty: the YAML's (the paper's 512)
-SFT_MAX_LENGTH=${SFT_MAX_LENGTH:-}              # empty: the YAML's
-LR=${LR:-}                                      # empty: the YAML's (the paper's 4e-5)
-SRML_ALPHA=${SRML_ALPHA:-}                      # empty: the YAML's (0.7)
-TOTAL_TRAINING_STEPS=${TOTAL_TRAINING_STEPS:-null}
-LOGGER=${LOGGER:-['console','wandb']}
-SFT_CHECKPOINT_DIR=${SFT_CHECKPOINT_DIR:-checkpoints/agentic_verl/funreason_$SFT_LOSS}
+# Optional, empty: the YAML's value. SFT_BATCH_SIZE (the paper's 512) MICRO_BATCH_SIZE (per GPU) SFT_MAX_LENGTH LR
+# (the paper's 4e-5) TOTAL_EPOCHS TOTAL_TRAINING_STEPS LOGGER PROJECT EXPERIMENT (recipes/_common/sft_knobs.sh; the
+# CPU switch sets the sizes, steps and logger itself); SRML_ALPHA (0.7). SFT_CHECKPOINT_DIR: default
+# checkpoints/agentic_verl/funreason_$SFT_LOSS.
 
 sft_engine_overrides                             # ENGINE_OVERRIDES (empty for fsdp)
-lr_schedule cosine yaml                          # funreason.yaml's schedule, in Megatron's optimizer's terms there
+lr_schedule cosine yaml                          # sft.yaml's schedule, in Megatron's optimizer's terms there
 ARGS=(
     loss="$SFT_LOSS"
     data.train_files="$TRAIN_FILE"
     data.val_files="$VAL_FILE"
-    data.micro_batch_size_per_gpu="$MICRO_BATCH_SIZE"
     model.path="$MODEL_PATH"
-    trainer.total_training_steps="$TOTAL_TRAINING_STEPS"
     trainer.n_gpus_per_node="$N_GPUS"
-    trainer.logger="$LOGGER"
-    trainer.default_local_dir="$SFT_CHECKPOINT_DIR"
-    'checkpoint.save_contents=[model,optimizer,extra,hf_model]'   # + the HF folder BFCL evaluation loads
-    ${SFT_BATCH_SIZE:+data.train_batch_size="$SFT_BATCH_SIZE"}
-    ${SFT_MAX_LENGTH:+data.max_length="$SFT_MAX_LENGTH"}
-    ${LR:+optim.lr="$LR"}
+    "${SFT_KNOB_OVERRIDES[@]}"
     ${SRML_ALPHA:+loss.kwargs.alpha="$SRML_ALPHA"}
     "${ENGINE_OVERRIDES[@]}"
     "${SFT_DEVICE_OVERRIDES[@]}"
     "$@"
 )
 torchrun --standalone --nnodes=1 --nproc_per_node="$N_GPUS" -m agentic_verl.training.sft_trainer \
-    --config-name funreason "${ARGS[@]}"
+    --config-path "$RECIPES" --config-name funreason/sft "${ARGS[@]}"

@@ -5,7 +5,7 @@
 #     icons) at random places and sizes, one instruction per widget; train / dev / test screens with disjoint
 #     layouts, ScreenSpot's layout on disk -> `data gui` parquet (pointer SFT rows, text-click SFT/RL rows)
 #   2 a tiny random Qwen2.5-VL (`agentic-verl cpu-model tiny-vl`, its tokenizer cut to VOCAB BPE tokens) and its V2P
-#     pointer version (three tokens + the pointer head: python -m agentic_verl.gui.model)
+#     pointer version (three tokens + the pointer head: python -m agentic_verl.v2p.model)
 #   3 eval BEFORE SFT: `agentic-verl eval screenspot` on the held-out screens, click in box, by target size; the
 #     baselines that read no instruction (centre click, a random widget) beside it
 #   4 pointer SFT stage 1, warm-up (recipes/v2p/sft_warmup.sh: the pointer head + pointer-token rows)
@@ -37,7 +37,7 @@ EVAL_SCREENS=${EVAL_SCREENS:-30}              # dev and test screens each (~115 
 EVAL_SPLIT=${EVAL_SPLIT:-test}                # test (report) | dev (choose settings)
 SCREEN_SIZE=${SCREEN_SIZE:-224x168}           # 8x6 patches of 28 pixels: 48 image tokens
 WIDGETS=${WIDGETS:-3 5}                       # widgets per screen (min max)
-VOCAB=${VOCAB:-8192}                          # BPE tokens kept of Qwen's 151643 (gui/tiny.py)
+VOCAB=${VOCAB:-8192}                          # BPE tokens kept of Qwen's 151643 (v2p/tiny.py)
 HIDDEN_SIZE=${HIDDEN_SIZE:-64}
 LAYERS=${LAYERS:-2}
 SFT_BATCH_SIZE=${SFT_BATCH_SIZE:-16}
@@ -111,7 +111,7 @@ BASE_MODEL=$("$AGENTIC_VERL" cpu-model tiny-vl --out "$OUT/model/tiny_vl" --seed
     --hidden-size "$HIDDEN_SIZE" --layers "$LAYERS" --force)
 POINTER_INIT="$OUT/model/v2p_init"
 rm -rf "$POINTER_INIT"
-python3 -m agentic_verl.gui.model --base "$BASE_MODEL" --out "$POINTER_INIT" --seed "$SEED" > "$OUT/logs/pointer_init.log" 2>&1
+python3 -m agentic_verl.v2p.model --base "$BASE_MODEL" --out "$POINTER_INIT" --seed "$SEED" > "$OUT/logs/pointer_init.log" 2>&1
 echo "$BASE_MODEL, $POINTER_INIT"
 
 stage 3 "evaluate BEFORE SFT (the pointer model; $EVAL_SPLIT screens)"

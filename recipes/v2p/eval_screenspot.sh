@@ -3,7 +3,7 @@
 # ScreenSpot-Pro (ScreenSpot v1 too), per group x text/icon, the published rows beside ours, report.html with every
 # click, box and (V2P models) pointer heatmap drawn on the screenshot.
 #
-# Model:    MODEL_PATH=DIR: a V2P pointer model (agentic_verl.gui.model; one forward pass per sample) or any
+# Model:    MODEL_PATH=DIR: a V2P pointer model (agentic_verl.v2p.model; one forward pass per sample) or any
 #           Qwen2.5-VL folder (greedy text click), in-process with transformers; or ENDPOINT=URL MODEL_NAME=NAME
 #           (a Qwen2.5-VL behind `vllm serve`; it answers in pixels of its resized screenshot).
 # Data:     DATA="dir1 dir2": local copies in their released layouts (agentic_verl/data/gui_grounding.py), e.g.

@@ -10,7 +10,7 @@
 # Engine:   ENGINE=fsdp (default) | megatron: verl's FSDP or Megatron engine (MEGATRON_TP/PP/CP below)
 # Data:     agentic-verl data gui --data data/GUI-Actor/uground.json --images data/GUI-Actor/images \
 #               --out data/v2p/train.parquet   (and a held-out set as VAL_FILE, e.g. ScreenSpot-v2 --split test).
-#           CPU smoke data: synthetic screenshots (agentic_verl.gui.synthetic) in a ScreenSpot layout -> `data gui`,
+#           CPU smoke data: synthetic screenshots (agentic_verl.v2p.synthetic) in a ScreenSpot layout -> `data gui`,
 #           as tests/cpu/test_v2p_grpo.py writes them.
 # Model:    MODEL_PATH, default Qwen/Qwen2.5-VL-7B-Instruct (GUI-R1 and GUI-G2 start RL from the instruct model).
 # Checks:   `agentic-verl preflight gui` before launching (gui_grounding parquet, a Qwen2.5-VL with its processor,

@@ -13,7 +13,9 @@
 #           (`messages`: the gui_grounding prompt stating the resized screenshot's size + the click at the box centre;
 #           pass the processor's --max-pixels there if it is not Qwen2.5-VL-7B's).
 # Model:    MODEL_PATH, default Qwen/Qwen2.5-VL-7B-Instruct.
-# Settings: ours (no source): lr 1e-5 cosine, warmup 3%, batch 128, 1 epoch, max length 2048.
+# Settings: ours (no source): lr 1e-5 cosine, warmup 3%, batch 128, 1 epoch, max length 2048, in
+#           recipes/v2p/sft_click.yaml (over recipes/_common/sft.yaml and verl's sft_trainer_engine); this script
+#           passes machine settings and paths, and the optional knobs below only when set.
 # Checks:   `agentic-verl preflight gui --stage sft-click` before launching (data gui parquet with a text click, a
 #           Qwen2.5-VL with its processor, GPU memory budget); PREFLIGHT=0 skips it.
 # Output:   SFT_CHECKPOINT_DIR/global_step_N/huggingface: start grpo_click.sh from it (MODEL_PATH=...), or
@@ -24,6 +26,7 @@ RECIPES=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 MODEL_PATH=${MODEL_PATH:-Qwen/Qwen2.5-VL-7B-Instruct}   # set before device.sh: its CPU default is a text model
 source "$RECIPES/_common/device.sh"
 source "$RECIPES/_common/engine.sh"
+source "$RECIPES/_common/sft_knobs.sh"
 source "$RECIPES/_common/preflight.sh"
 
 DATA_DIR=${DATA_DIR:-data/v2p}
@@ -37,40 +40,22 @@ N_GPUS=${N_GPUS:-8}
 MEGATRON_TP=${MEGATRON_TP:-2}
 MEGATRON_PP=${MEGATRON_PP:-2}
 MEGATRON_CP=${MEGATRON_CP:-1}
-MICRO_BATCH_SIZE=${MICRO_BATCH_SIZE:-4}          # per GPU
-SFT_BATCH_SIZE=${SFT_BATCH_SIZE:-128}
-SFT_MAX_LENGTH=${SFT_MAX_LENGTH:-2048}
-LR=${LR:-1e-5}
-TOTAL_EPOCHS=${TOTAL_EPOCHS:-1}
-TOTAL_TRAINING_STEPS=${TOTAL_TRAINING_STEPS:-null}
-LOGGER=${LOGGER:-['console','wandb']}
-PROJECT=${PROJECT:-agentic_verl}
-EXPERIMENT=${EXPERIMENT:-v2p_click_sft}
-SFT_CHECKPOINT_DIR=${SFT_CHECKPOINT_DIR:-checkpoints/$PROJECT/$EXPERIMENT}
+# Optional, empty: sft_click.yaml's value. SFT_BATCH_SIZE MICRO_BATCH_SIZE (per GPU) SFT_MAX_LENGTH (also the per-GPU
+# token budget) LR TOTAL_EPOCHS TOTAL_TRAINING_STEPS LOGGER PROJECT EXPERIMENT (recipes/_common/sft_knobs.sh; the CPU
+# switch sets the sizes, steps and logger itself). SFT_CHECKPOINT_DIR: default checkpoints/$PROJECT/$EXPERIMENT.
 
 sft_engine_overrides                             # ENGINE_OVERRIDES (empty for fsdp)
-lr_schedule cosine                               # optim.lr_scheduler_type (FSDP) or optim.lr_decay_style (Megatron)
+lr_schedule cosine yaml                          # sft_click.yaml's schedule, in Megatron's optimizer's terms there
 ARGS=(
     data.train_files="$TRAIN_FILE"
     data.val_files="$VAL_FILE"
-    data.train_batch_size="$SFT_BATCH_SIZE"
-    data.micro_batch_size_per_gpu="$MICRO_BATCH_SIZE"
-    data.max_length="$SFT_MAX_LENGTH"
-    data.max_token_len_per_gpu="$SFT_MAX_LENGTH"
     model.path="$MODEL_PATH"
-    optim.lr="$LR"
-    optim.lr_warmup_steps_ratio=0.03
-    trainer.total_epochs="$TOTAL_EPOCHS"
-    trainer.total_training_steps="$TOTAL_TRAINING_STEPS"
     trainer.n_gpus_per_node="$N_GPUS"
-    trainer.logger="$LOGGER"
-    trainer.project_name="$PROJECT"
-    trainer.experiment_name="$EXPERIMENT"
-    trainer.default_local_dir="$SFT_CHECKPOINT_DIR"
-    'checkpoint.save_contents=[model,optimizer,extra,hf_model]'   # + the HF folder grpo_click.sh and evaluation load
+    "${SFT_KNOB_OVERRIDES[@]}"
     "${ENGINE_OVERRIDES[@]}"
     "${SFT_DEVICE_OVERRIDES[@]}"
     "$@"
 )
 recipe_preflight gui sft-click "${ARGS[@]}"
-torchrun --standalone --nnodes=1 --nproc_per_node="$N_GPUS" -m agentic_verl.training.sft_trainer "${ARGS[@]}"
+torchrun --standalone --nnodes=1 --nproc_per_node="$N_GPUS" -m agentic_verl.training.sft_trainer \
+    --config-path "$RECIPES" --config-name v2p/sft_click "${ARGS[@]}"

@@ -2,7 +2,8 @@
 # V2P (docs/methods.md "V2P") pointer SFT, stage 2 (full fine-tune): every weight trains on w_lm * CE + w_ptr * L_ptr;
 # verl's own SFT trainer through agentic_verl.training.sft_trainer (loss v2p, stage full), from the warm-up's model.
 # Method settings (the paper's lr 5e-6 cosine, warmup 0.03, 1 epoch, effective batch 128, w_lm = w_ptr = 1) live in
-# agentic_verl/training/config/v2p_full.yaml (+ v2p/common.yaml, loss/v2p.yaml); this script passes machine knobs only.
+# recipes/v2p/sft_full.yaml (+ pointer_sft.yaml, recipes/_common/sft.yaml, agentic_verl/training/config/loss/v2p.yaml);
+# this script passes machine settings and paths only.
 #
 # Hardware: 8x A100/H100 80GB for Qwen2.5-VL-7B-Instruct (the paper's base model).
 #           CPU: AGENTIC_VERL_DEVICE=cpu TRAIN_FILE=train.parquet bash recipes/v2p/sft_full.sh  (after the CPU
@@ -37,36 +38,27 @@ if [[ -z "${MODEL_PATH:-}" ]]; then             # set before device.sh: its CPU 
     fi
 fi
 source "$RECIPES/_common/device.sh"
+source "$RECIPES/_common/sft_knobs.sh"
 source "$RECIPES/_common/preflight.sh"
 
 DATA_DIR=${DATA_DIR:-data/v2p}
 TRAIN_FILE=${TRAIN_FILE:-$DATA_DIR/train.parquet}
 VAL_FILE=${VAL_FILE:-null}
 N_GPUS=${N_GPUS:-8}
-MICRO_BATCH_SIZE=${MICRO_BATCH_SIZE:-1}          # per GPU (verl packs by tokens: data.max_token_len_per_gpu)
-SFT_BATCH_SIZE=${SFT_BATCH_SIZE:-}              # empty: the YAML's (the paper's 128)
-SFT_MAX_LENGTH=${SFT_MAX_LENGTH:-}              # empty: the YAML's
-LR=${LR:-}                                      # empty: the YAML's (the paper's 5e-6)
-TOTAL_TRAINING_STEPS=${TOTAL_TRAINING_STEPS:-null}
-LOGGER=${LOGGER:-['console','wandb']}
-SFT_CHECKPOINT_DIR=${SFT_CHECKPOINT_DIR:-checkpoints/agentic_verl/v2p_full}
+# Optional, empty: the YAML's value. SFT_BATCH_SIZE (the paper's 128) MICRO_BATCH_SIZE (per GPU, 1; verl packs by
+# tokens: data.max_token_len_per_gpu) SFT_MAX_LENGTH LR (the paper's 5e-6) TOTAL_EPOCHS TOTAL_TRAINING_STEPS LOGGER
+# PROJECT EXPERIMENT (recipes/_common/sft_knobs.sh; the CPU switch sets the sizes, steps and logger itself).
+# SFT_CHECKPOINT_DIR: default checkpoints/agentic_verl/v2p_full.
 
 ARGS=(
     data.train_files="$TRAIN_FILE"
     data.val_files="$VAL_FILE"
-    data.micro_batch_size_per_gpu="$MICRO_BATCH_SIZE"
     model.path="$MODEL_PATH"
-    trainer.total_training_steps="$TOTAL_TRAINING_STEPS"
     trainer.n_gpus_per_node="$N_GPUS"
-    trainer.logger="$LOGGER"
-    trainer.default_local_dir="$SFT_CHECKPOINT_DIR"
-    'checkpoint.save_contents=[model,optimizer,extra,hf_model]'   # + the HF folder evaluation loads
-    ${SFT_BATCH_SIZE:+data.train_batch_size="$SFT_BATCH_SIZE"}
-    ${SFT_MAX_LENGTH:+data.max_length="$SFT_MAX_LENGTH"}
-    ${LR:+optim.lr="$LR"}
+    "${SFT_KNOB_OVERRIDES[@]}"
     "${SFT_DEVICE_OVERRIDES[@]}"
     "$@"
 )
 recipe_preflight gui sft "${ARGS[@]}"
 torchrun --standalone --nnodes=1 --nproc_per_node="$N_GPUS" -m agentic_verl.training.sft_trainer \
-    --config-name v2p_full "${ARGS[@]}"
+    --config-path "$RECIPES" --config-name v2p/sft_full "${ARGS[@]}"

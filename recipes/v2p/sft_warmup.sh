@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # V2P (docs/methods.md "V2P") pointer SFT, stage 1 (warm-up): only the pointer head and the three pointer-token
 # embeddings train, LM loss off; verl's own SFT trainer through agentic_verl.training.sft_trainer (loss v2p, stage
-# warmup). Method settings (the paper's lr 1e-4, 1 epoch, LM loss off; batch 128) live in agentic_verl/training/config/
-# v2p_warmup.yaml (+ v2p/common.yaml, loss/v2p.yaml); this script passes machine knobs only. Stage 2: sft_full.sh.
+# warmup). Method settings (the paper's lr 1e-4, 1 epoch, LM loss off; batch 128) live in recipes/v2p/sft_warmup.yaml
+# (+ pointer_sft.yaml, recipes/_common/sft.yaml, agentic_verl/training/config/loss/v2p.yaml); this script passes
+# machine settings and paths only. Stage 2: sft_full.sh.
 #
 # Hardware: 8x A100/H100 80GB for Qwen2.5-VL-7B-Instruct (the paper's base model).
 #           CPU: AGENTIC_VERL_DEVICE=cpu TRAIN_FILE=train.parquet bash recipes/v2p/sft_warmup.sh  (tiny random
 #           Qwen2.5-VL with the real processor, batch 4, 2 steps: smoke)
 # Model:    BASE_MODEL (a Qwen2.5-VL folder or hub id) -> INIT_DIR once: the three pointer tokens (new rows at the
-#           mean embedding) and a fresh pointer head (python -m agentic_verl.gui.model); MODEL_PATH=DIR skips that.
+#           mean embedding) and a fresh pointer head (python -m agentic_verl.v2p.model); MODEL_PATH=DIR skips that.
 # Data:     agentic-verl data gui --data data/GUI-Actor/uground.json --images data/GUI-Actor/images \
 #               --out data/v2p/train.parquet     (any layout `data gui` reads: box -> pointer label per sample)
 # Runtime:  not measured on GPUs. CPU smoke (tests/cpu/test_v2p_sft.py, 8 synthetic screenshots): docs/measurements.md,
@@ -30,47 +31,38 @@ AGENTIC_VERL_DEVICE=${AGENTIC_VERL_DEVICE:-gpu}
 PYTHON=${PYTHON:-python3}
 if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
     INIT_DIR=${INIT_DIR:-${AGENTIC_VERL_CACHE:-/tmp/agentic_verl_cache}/v2p_tiny}
-    INIT_FROM=(--tiny)                          # a tiny random Qwen2.5-VL (agentic_verl/gui/tiny.py)
+    INIT_FROM=(--tiny)                          # a tiny random Qwen2.5-VL (agentic_verl/v2p/tiny.py)
 else
     INIT_DIR=${INIT_DIR:-checkpoints/agentic_verl/v2p_init}
     INIT_FROM=(--base "${BASE_MODEL:-Qwen/Qwen2.5-VL-7B-Instruct}")
 fi
 MODEL_PATH=${MODEL_PATH:-$INIT_DIR}             # set before device.sh: its CPU default is a text model
 source "$RECIPES/_common/device.sh"
+source "$RECIPES/_common/sft_knobs.sh"
 source "$RECIPES/_common/preflight.sh"
 
 DATA_DIR=${DATA_DIR:-data/v2p}
 TRAIN_FILE=${TRAIN_FILE:-$DATA_DIR/train.parquet}
 VAL_FILE=${VAL_FILE:-null}
 N_GPUS=${N_GPUS:-8}
-MICRO_BATCH_SIZE=${MICRO_BATCH_SIZE:-1}          # per GPU (verl packs by tokens: data.max_token_len_per_gpu)
-SFT_BATCH_SIZE=${SFT_BATCH_SIZE:-}              # empty: the YAML's (128)
-SFT_MAX_LENGTH=${SFT_MAX_LENGTH:-}              # empty: the YAML's
-LR=${LR:-}                                      # empty: the YAML's (the paper's 1e-4)
-TOTAL_TRAINING_STEPS=${TOTAL_TRAINING_STEPS:-null}
-LOGGER=${LOGGER:-['console','wandb']}
-SFT_CHECKPOINT_DIR=${SFT_CHECKPOINT_DIR:-checkpoints/agentic_verl/v2p_warmup}
+# Optional, empty: the YAML's value. SFT_BATCH_SIZE (the paper's 128) MICRO_BATCH_SIZE (per GPU, 1; verl packs by
+# tokens: data.max_token_len_per_gpu) SFT_MAX_LENGTH LR (the paper's 1e-4) TOTAL_EPOCHS TOTAL_TRAINING_STEPS LOGGER
+# PROJECT EXPERIMENT (recipes/_common/sft_knobs.sh; the CPU switch sets the sizes, steps and logger itself).
+# SFT_CHECKPOINT_DIR: default checkpoints/agentic_verl/v2p_warmup.
 
 if [[ "$MODEL_PATH" == "$INIT_DIR" && ! -f "$INIT_DIR/config.json" ]]; then
-    "$PYTHON" -m agentic_verl.gui.model "${INIT_FROM[@]}" --out "$INIT_DIR"
+    "$PYTHON" -m agentic_verl.v2p.model "${INIT_FROM[@]}" --out "$INIT_DIR"
 fi
 
 ARGS=(
     data.train_files="$TRAIN_FILE"
     data.val_files="$VAL_FILE"
-    data.micro_batch_size_per_gpu="$MICRO_BATCH_SIZE"
     model.path="$MODEL_PATH"
-    trainer.total_training_steps="$TOTAL_TRAINING_STEPS"
     trainer.n_gpus_per_node="$N_GPUS"
-    trainer.logger="$LOGGER"
-    trainer.default_local_dir="$SFT_CHECKPOINT_DIR"
-    'checkpoint.save_contents=[model,optimizer,extra,hf_model]'   # + the HF folder stage 2 and evaluation load
-    ${SFT_BATCH_SIZE:+data.train_batch_size="$SFT_BATCH_SIZE"}
-    ${SFT_MAX_LENGTH:+data.max_length="$SFT_MAX_LENGTH"}
-    ${LR:+optim.lr="$LR"}
+    "${SFT_KNOB_OVERRIDES[@]}"
     "${SFT_DEVICE_OVERRIDES[@]}"
     "$@"
 )
 recipe_preflight gui sft "${ARGS[@]}"
 torchrun --standalone --nnodes=1 --nproc_per_node="$N_GPUS" -m agentic_verl.training.sft_trainer \
-    --config-name v2p_warmup "${ARGS[@]}"
+    --config-path "$RECIPES" --config-name v2p/sft_warmup "${ARGS[@]}"

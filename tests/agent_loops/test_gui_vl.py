@@ -1,4 +1,4 @@
-"""gui_grounding with a real vision-language model: the tiny random Qwen2.5-VL (`agentic_verl.gui.tiny`: real Qwen
+"""gui_grounding with a real vision-language model: the tiny random Qwen2.5-VL (`agentic_verl.v2p.tiny`: real Qwen
 tokenizer, real `Qwen2_5_VLProcessor`, real vision tower) behind verl's own `AgentLoopWorker`, fed rows that
 `agentic-verl data gui` wrote for synthetic screenshots and that verl's `RLHFDataset` read back (qwen_vl_utils image
 extraction, the `<image>` placeholder).
@@ -32,7 +32,7 @@ RESPONSE_LENGTH = 12
 
 @pytest.fixture(scope="module")
 def tiny_vl_dir(tmp_path_factory) -> Path:
-    from agentic_verl.gui.tiny import make_tiny_qwen2_5_vl
+    from agentic_verl.v2p.tiny import make_tiny_qwen2_5_vl
 
     return make_tiny_qwen2_5_vl(tmp_path_factory.mktemp("tiny_qwen2_5_vl"))
 
@@ -94,7 +94,7 @@ class TransformersVLServer:
 def _rows(tmp_path):
     """Two synthetic screenshots of different sizes, written by `data gui`'s writer and read by verl's RLHFDataset."""
     from agentic_verl.data.gui_grounding import GroundingSample, write_parquet
-    from agentic_verl.gui.synthetic import synthetic_screen
+    from agentic_verl.v2p.synthetic import synthetic_screen
 
     samples = []
     for seed, size in [(0, (336, 224)), (1, (300, 180))]:

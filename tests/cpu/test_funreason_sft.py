@@ -35,16 +35,11 @@ SAMPLES = [
 ]
 
 
-def _compose(overrides: list[str]):
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
+def _compose(launch: list[str]):
+    """A recorded launch of our SFT trainer composed as its hydra main does (`--config-path/--config-name` first)."""
+    from test_recipe_configs import compose_sft_launch
 
-    import agentic_verl.training
-
-    GlobalHydra.instance().clear()
-    config_dir = os.path.join(os.path.dirname(agentic_verl.training.__file__), "config")
-    with initialize_config_dir(config_dir=config_dir, version_base=None):
-        return compose(config_name=overrides[1], overrides=overrides[2:])
+    return compose_sft_launch("agentic_verl.training.sft_trainer", launch)
 
 
 @pytest.mark.parametrize("recipe", sorted(RECIPES))
@@ -69,7 +64,8 @@ def test_recipe_overrides_compose_with_our_sft_config(recipe, device, tmp_path):
     module_at = argv.index("-m")
     assert argv[module_at + 1] == "agentic_verl.training.sft_trainer"
     overrides = argv[module_at + 2 :]
-    assert overrides[:2] == ["--config-name", "funreason"] and overrides[-1] == "trainer.total_epochs=3"
+    assert overrides[:4] == ["--config-path", str(REPO / "recipes"), "--config-name", "funreason/sft"]
+    assert overrides[-1] == "trainer.total_epochs=3"
     config = _compose(overrides)
     assert config.loss.name == RECIPES[recipe] and config.trainer.total_epochs == 3
     assert config.model.path == "/models/some-model"
@@ -97,7 +93,7 @@ def _train_file(tmp_path):
 def _span_counts(train, model_dir) -> tuple[int, int]:
     from transformers import AutoTokenizer
 
-    from agentic_verl.data.fc_sft_dataset import FunctionCallSFTDataset
+    from agentic_verl.training.fc_sft_dataset import FunctionCallSFTDataset
 
     dataset = FunctionCallSFTDataset(str(train), AutoTokenizer.from_pretrained(str(model_dir)), {"max_length": 1024})
     # verl's loss reads loss_mask[t + 1] against log-prob t; the first token of a row is never a target

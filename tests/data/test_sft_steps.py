@@ -18,9 +18,9 @@ from agentic_verl.agent_loops.rag_r1 import INVALID_ACTION_OBSERVATION
 from agentic_verl.agent_loops.trace import TRAJECTORY_DIR_ENV, append_record
 from agentic_verl.cli import main as cli_main
 from agentic_verl.data.rag_r1_parquet import to_rows
-from agentic_verl.data.sft_dataset import PretokenizedSFTDataset
 from agentic_verl.data.sft_steps import build_samples, cut_samples, trajectory_turn_texts, turn_kind
 from agentic_verl.data.sft_trajectories import build_trajectories, end_of_turn_id, gold_turns
+from agentic_verl.training.sft_dataset import PretokenizedSFTDataset
 from agentic_verl.viewer.load import load_dumps
 
 INVALID_TURN = "<think> I am not sure what to do. </think>"

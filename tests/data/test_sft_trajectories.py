@@ -11,8 +11,8 @@ import pytest
 
 from agentic_verl.cli import main as cli_main
 from agentic_verl.data.rag_r1_parquet import to_rows
-from agentic_verl.data.sft_dataset import PretokenizedSFTDataset
 from agentic_verl.data.sft_trajectories import build_trajectories, end_of_turn_id, gold_turns
+from agentic_verl.training.sft_dataset import PretokenizedSFTDataset
 
 _OBSERVATION_RE = re.compile(r"\n<information>\n.*?\n</information>\n", re.DOTALL)
 

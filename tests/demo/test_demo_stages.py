@@ -8,7 +8,7 @@ import pytest
 from demo_helpers import qa_question, write_bfcl, write_qa, write_screenspot
 
 from agentic_verl.demo.stages import detect_kind, load_result, stage_record
-from agentic_verl.gui.sizes import MEDIUM_BELOW, SIZE_BUCKETS, SMALL_BELOW, size_bucket
+from agentic_verl.v2p.sizes import MEDIUM_BELOW, SIZE_BUCKETS, SMALL_BELOW, size_bucket
 
 
 def test_qa_result_gives_em_by_hops_searches_and_truncation(tmp_path):

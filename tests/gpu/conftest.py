@@ -71,14 +71,14 @@ def choice_task_start(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def gui_data(tmp_path_factory):
-    """Synthetic screenshots with known boxes (agentic_verl.gui.synthetic) in ScreenSpot-v2's layout and what
+    """Synthetic screenshots with known boxes (agentic_verl.v2p.synthetic) in ScreenSpot-v2's layout and what
     `agentic-verl data gui` writes from them: pointer SFT rows and text-click SFT rows (8 each, 2 screenshots), and
     GRPO rows from 4 screenshots of different sizes (test_v2p_grpo.write_synthetic_data)."""
     from gui.gui_helpers import write_seeclick  # tests/ is on sys.path
     from test_v2p_grpo import write_synthetic_data
 
     from agentic_verl.cli import main
-    from agentic_verl.gui.synthetic import synthetic_screen
+    from agentic_verl.v2p.synthetic import synthetic_screen
 
     root = tmp_path_factory.mktemp("gui_data")
     folder = write_seeclick(root / "ScreenSpot-v2", [synthetic_screen(seed, size)
@@ -100,8 +100,8 @@ def tiny_vl_dir():
 
 @pytest.fixture(scope="session")
 def tiny_pointer_dir(tmp_path_factory):
-    """A V2P pointer model over a tiny random Qwen2.5-VL (`python -m agentic_verl.gui.model --tiny`)."""
-    from agentic_verl.gui.model import main
+    """A V2P pointer model over a tiny random Qwen2.5-VL (`python -m agentic_verl.v2p.model --tiny`)."""
+    from agentic_verl.v2p.model import main
 
     out = tmp_path_factory.mktemp("v2p_init") / "model"
     assert main(["--tiny", "--out", str(out)]) == 0

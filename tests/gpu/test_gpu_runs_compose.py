@@ -114,7 +114,7 @@ def test_funreason_sft_runs_compose_as_one_gpu_runs(recipe, loss, tiny_model_dir
     monkeypatch.setenv("AGENTIC_VERL_DEVICE", "cpu")
     env, overrides = funreason_sft_args(tiny_model_dir, tmp_path / "sft_train.parquet", tmp_path)
     module, launch = recorded_launch(recipe, tmp_path, env, overrides)
-    assert launch[:2] == ["--config-name", "funreason"]
+    assert launch[2:4] == ["--config-name", "funreason/sft"]
     config = _compose_sft(module, launch)
     _one_gpu_sft(config, tiny_model_dir, batch=4)
     assert config.loss.name == loss and config.data.custom_cls.name == "FunctionCallSFTDataset"
@@ -157,7 +157,7 @@ def test_v2p_pointer_sft_runs_compose_as_one_gpu_runs(stage, tiny_pointer_dir, w
     model = {"MODEL_PATH": tiny_pointer_dir} if stage == "warmup" else {"WARMUP_DIR": warmup_checkpoint}
     env, overrides = v2p_sft_args(tmp_path / "pointer.parquet", tmp_path, "1e-2", **model)
     module, launch = recorded_launch(f"v2p/sft_{stage}.sh", tmp_path, env, overrides)
-    assert launch[:2] == ["--config-name", f"v2p_{stage}"]
+    assert launch[2:4] == ["--config-name", f"v2p/sft_{stage}"]
     config = _compose_sft(module, launch)
     # the full stage starts from the warm-up's last checkpoint, found by the recipe
     _one_gpu_sft(config, tiny_pointer_dir if stage == "warmup" else warmup_checkpoint / "global_step_2" /

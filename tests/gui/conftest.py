@@ -13,14 +13,14 @@ import pytest
 
 @pytest.fixture(scope="session")
 def tiny_vl_dir(tmp_path_factory) -> Path:
-    from agentic_verl.gui.tiny import make_tiny_qwen2_5_vl
+    from agentic_verl.v2p.tiny import make_tiny_qwen2_5_vl
 
     return make_tiny_qwen2_5_vl(tmp_path_factory.mktemp("tiny_qwen2_5_vl"))
 
 
 @pytest.fixture(scope="session")
 def pointer_dir(tiny_vl_dir, tmp_path_factory) -> Path:
-    from agentic_verl.gui.model import make_pointer_model
+    from agentic_verl.v2p.model import make_pointer_model
 
     return make_pointer_model(tiny_vl_dir, tmp_path_factory.mktemp("v2p_tiny"))
 
@@ -28,6 +28,6 @@ def pointer_dir(tiny_vl_dir, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def screens():
     """Three synthetic screenshots of different sizes, 4 elements each (2 text buttons, 2 icons)."""
-    from agentic_verl.gui.synthetic import synthetic_screen
+    from agentic_verl.v2p.synthetic import synthetic_screen
 
     return [synthetic_screen(seed, size) for seed, size in enumerate([(336, 224), (280, 196), (392, 252)])]

@@ -173,7 +173,7 @@ class ScriptedPredictor:
         self.clicks, self.heatmap = clicks, heatmap
 
     def predict(self, image, instruction: str):
-        from agentic_verl.gui.predictors import Prediction
+        from agentic_verl.v2p.predictors import Prediction
 
         point = self.clicks.get(instruction)
         return Prediction(point, text=f"click {point}", heatmap=self.heatmap, input_size=image.size,

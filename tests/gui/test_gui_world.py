@@ -1,4 +1,4 @@
-"""The synthetic GUI world (gui/synthetic.py `GuiWorld`, data/gui_world.py, `agentic-verl data gui-world`): the same
+"""The synthetic GUI world (v2p/synthetic.py `GuiWorld`, data/gui_world.py, `agentic-verl data gui-world`): the same
 seed draws byte-identical screens and files, held-out layouts are never trained on, boxes lie inside the screenshot
 and do not overlap, every instruction names exactly one widget (and the widget drawn there is the one named), size
 buckets match the drawn boxes, the baselines are what their definition says; `data gui --target text-click` rows
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from agentic_verl.gui.sizes import SIZE_BUCKETS, size_bucket
-from agentic_verl.gui.synthetic import PALETTE, GuiWorld, SyntheticScreen, WorldConfig, layout
+from agentic_verl.v2p.sizes import SIZE_BUCKETS, size_bucket
+from agentic_verl.v2p.synthetic import PALETTE, GuiWorld, SyntheticScreen, WorldConfig, layout
 
 CONFIGS = [WorldConfig(), WorldConfig(widgets=(6, 8), distinct_colours=False, label_colours=False),
            WorldConfig(size=(336, 252), widgets=(2, 3), sizes=("small",))]
@@ -28,7 +28,7 @@ def _files(folder: Path) -> dict[str, str]:
 def test_size_bucket_docstring_examples():
     import doctest
 
-    from agentic_verl.gui import sizes
+    from agentic_verl.v2p import sizes
 
     result = doctest.testmod(sizes)
     assert result.attempted > 0 and result.failed == 0
@@ -223,7 +223,7 @@ class _LargeTargetClicker:
         self.elements = {(s.image.tobytes(), e["instruction"]): e for s in screens for e in s.elements}
 
     def predict(self, image, instruction):
-        from agentic_verl.gui.predictors import Prediction
+        from agentic_verl.v2p.predictors import Prediction
 
         element = self.elements[(image.tobytes(), instruction)]
         x1, y1, x2, y2 = element["bbox"]

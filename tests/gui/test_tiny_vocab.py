@@ -1,4 +1,4 @@
-"""The tiny Qwen2.5-VL with a cut vocabulary (gui/tiny.py `vocab=`; the V2P miniature trains with 8192 tokens): the
+"""The tiny Qwen2.5-VL with a cut vocabulary (v2p/tiny.py `vocab=`; the V2P miniature trains with 8192 tokens): the
 cut tokenizer is Qwen's BPE stopped at its first N tokens (same ids for them, every text round-trips, special tokens
 renumbered after them), the model's image/video ids follow, it runs forward and generate on a screenshot, its pointer
 version is built from it, and `cpu-model tiny-vl` rebuilds a folder only when its settings change. Also: the text a
@@ -16,7 +16,7 @@ TEXTS = ["You are a GUI agent. The screenshot above is 224x168 pixels.", "pyauto
 
 @pytest.fixture(scope="module")
 def tokenizers():
-    from agentic_verl.gui.tiny import qwen_tokenizer
+    from agentic_verl.v2p.tiny import qwen_tokenizer
 
     return qwen_tokenizer(), qwen_tokenizer(1000)
 
@@ -35,7 +35,7 @@ def test_a_cut_tokenizer_is_the_bpe_stopped_early(tokenizers):
         assert cut.convert_tokens_to_ids(token) - 1000 == full.convert_tokens_to_ids(token) - 151643
     assert cut.eos_token == full.eos_token == "<|im_end|>" and cut.pad_token == full.pad_token
     with pytest.raises(ValueError, match="vocab must be in"):
-        from agentic_verl.gui.tiny import qwen_tokenizer
+        from agentic_verl.v2p.tiny import qwen_tokenizer
 
         qwen_tokenizer(100)
 
@@ -44,8 +44,8 @@ def test_the_tiny_model_with_a_cut_vocabulary_sees_and_generates(tmp_path, scree
     import torch
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
-    from agentic_verl.gui.model import V2PForConditionalGeneration, make_pointer_model
-    from agentic_verl.gui.tiny import make_tiny_qwen2_5_vl
+    from agentic_verl.v2p.model import V2PForConditionalGeneration, make_pointer_model
+    from agentic_verl.v2p.tiny import make_tiny_qwen2_5_vl
 
     folder = make_tiny_qwen2_5_vl(tmp_path / "tiny", vocab=1000, seed=3)
     processor = AutoProcessor.from_pretrained(folder)
@@ -91,7 +91,7 @@ def test_the_eval_prompt_is_the_one_verl_trains_on(tiny_vl_dir, screens):
     from transformers import AutoProcessor
 
     from agentic_verl.agent_loops.prompts import gui_grounding_messages
-    from agentic_verl.gui.predictors import _prompt_after_image
+    from agentic_verl.v2p.predictors import _prompt_after_image
 
     processor = AutoProcessor.from_pretrained(tiny_vl_dir)
     image = screens[0].image

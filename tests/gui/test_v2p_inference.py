@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agentic_verl.gui.inference import click_from_heatmap, select_region, to_original
+from agentic_verl.v2p.inference import click_from_heatmap, select_region, to_original
 
 
 def _grid(*cells, shape=(4, 5)):
@@ -45,9 +45,9 @@ def test_to_original_scales_each_axis():
 def test_predict_click_with_the_tiny_pointer_model(pointer_dir, screens):
     from transformers import AutoProcessor
 
-    from agentic_verl.gui.inference import predict_click
-    from agentic_verl.gui.model import V2PForConditionalGeneration
     from agentic_verl.rewards.gui import smart_resize
+    from agentic_verl.v2p.inference import predict_click
+    from agentic_verl.v2p.model import V2PForConditionalGeneration
 
     model = V2PForConditionalGeneration.from_pretrained(pointer_dir).eval()
     processor = AutoProcessor.from_pretrained(pointer_dir)

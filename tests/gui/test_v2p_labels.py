@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentic_verl.gui.labels import pointer_label, scale_box, v2p_heatmap
+from agentic_verl.v2p.labels import pointer_label, scale_box, v2p_heatmap
 
 
 def _phi(z: float) -> float:

@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from agentic_verl.gui.loss import pointer_loss, total_loss
+from agentic_verl.v2p.loss import pointer_loss, total_loss
 
 
 @pytest.mark.parametrize("logits, label, kl, valley", [
@@ -64,8 +64,8 @@ def test_total_loss(lm, ptr, w_lm, w_ptr, expected):
 
 
 @pytest.mark.parametrize("module", [
-    "agentic_verl.gui.actions", "agentic_verl.gui.labels", "agentic_verl.gui.loss", "agentic_verl.gui.inference",
-    "agentic_verl.gui.synthetic", "agentic_verl.data.gui_grounding",
+    "agentic_verl.v2p.actions", "agentic_verl.v2p.labels", "agentic_verl.v2p.loss", "agentic_verl.v2p.inference",
+    "agentic_verl.v2p.synthetic", "agentic_verl.data.gui_grounding",
 ])
 def test_docstring_examples(module):
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)

@@ -9,7 +9,7 @@ import torch
 
 @pytest.fixture(scope="module")
 def pointer_model(pointer_dir):
-    from agentic_verl.gui.model import V2PForConditionalGeneration
+    from agentic_verl.v2p.model import V2PForConditionalGeneration
 
     torch.manual_seed(0)
     return V2PForConditionalGeneration.from_pretrained(pointer_dir)
@@ -53,9 +53,9 @@ def test_tiny_qwen2_5_vl_loads_and_runs_on_an_image(tiny_vl_dir, screens):
 def test_pointer_model_round_trip(pointer_dir, pointer_model, pointer_processor, screens, tmp_path):
     from transformers import AutoModelForImageTextToText
 
-    from agentic_verl.gui.actions import POINTER_TOKENS
-    from agentic_verl.gui.inference import pointer_inputs
-    from agentic_verl.gui.model import V2PForConditionalGeneration
+    from agentic_verl.v2p.actions import POINTER_TOKENS
+    from agentic_verl.v2p.inference import pointer_inputs
+    from agentic_verl.v2p.model import V2PForConditionalGeneration
 
     ids = pointer_processor.tokenizer.convert_tokens_to_ids(list(POINTER_TOKENS))
     assert tuple(ids) == pointer_model.pointer_token_ids
@@ -102,8 +102,8 @@ def test_generation_without_pointer_tokens_is_qwen2_5_vl(pointer_model, pointer_
 
 
 def test_batch_labels(pointer_processor, train_samples):
-    from agentic_verl.gui.batch import IGNORE_INDEX, build_batch
-    from agentic_verl.gui.labels import pointer_label
+    from agentic_verl.v2p.batch import IGNORE_INDEX, build_batch
+    from agentic_verl.v2p.labels import pointer_label
 
     batch = build_batch(pointer_processor, train_samples)
     answer = batch["input_ids"][0][batch["labels"][0] != IGNORE_INDEX]
@@ -119,8 +119,8 @@ def test_batch_labels(pointer_processor, train_samples):
 def test_warmup_steps_lower_the_pointer_loss_and_touch_only_the_head(pointer_dir, pointer_processor, train_samples):
     """Stage 1 on synthetic screenshots: a few AdamW steps (lr 3e-3) lower L_ptr; the LLM, the vision tower and
     every embedding row but the pointer tokens' stay exactly as they were."""
-    from agentic_verl.gui.batch import build_batch
-    from agentic_verl.gui.model import V2PForConditionalGeneration
+    from agentic_verl.v2p.batch import build_batch
+    from agentic_verl.v2p.model import V2PForConditionalGeneration
 
     torch.manual_seed(0)
     model = V2PForConditionalGeneration.from_pretrained(pointer_dir)
@@ -152,8 +152,8 @@ def test_warmup_steps_lower_the_pointer_loss_and_touch_only_the_head(pointer_dir
 
 
 def test_full_stage_trains_everything_on_both_losses(pointer_dir, pointer_processor, train_samples):
-    from agentic_verl.gui.batch import build_batch
-    from agentic_verl.gui.model import V2PForConditionalGeneration
+    from agentic_verl.v2p.batch import build_batch
+    from agentic_verl.v2p.model import V2PForConditionalGeneration
 
     model = V2PForConditionalGeneration.from_pretrained(pointer_dir)
     model.set_stage("warmup")
@@ -173,7 +173,7 @@ def test_full_stage_trains_everything_on_both_losses(pointer_dir, pointer_proces
 def test_packed_samples_point_like_separate_ones(pointer_model, pointer_processor, screens):
     """verl's SFT engine packs a micro-batch into one row (no padding, 4-row rope positions: text + 3-D, no cache):
     each `<|pointer_pad|>` then queries the last image before it, and attention stays inside each sample."""
-    from agentic_verl.gui.inference import pointer_inputs
+    from agentic_verl.v2p.inference import pointer_inputs
 
     samples = [pointer_inputs(pointer_processor, screen.image, element["instruction"])
                for screen, element in ((screens[0], screens[0].elements[0]), (screens[2], screens[2].elements[3]))]
@@ -199,7 +199,7 @@ def test_packed_samples_point_like_separate_ones(pointer_model, pointer_processo
 
 
 def test_a_pointer_without_an_image_before_it_is_an_error(pointer_model, pointer_processor, screens):
-    from agentic_verl.gui.inference import pointer_inputs
+    from agentic_verl.v2p.inference import pointer_inputs
 
     inputs = pointer_inputs(pointer_processor, screens[0].image, "Click the Save button")
     pad = pointer_model.config.pointer_pad_token_id

@@ -1,5 +1,6 @@
-"""Every shipped SFT trainer config composes over verl's own `sft_trainer_engine`, with each loss of the `loss`
-group, into a config whose loss builds."""
+"""Every shipped config of our SFT trainer (its own sft_trainer.yaml, and the recipes' SFT configs that use its `loss`
+group: recipes/funreason/sft.yaml, recipes/v2p/sft_*.yaml) composes over verl's own `sft_trainer_engine`, with each
+loss of the `loss` group, into a config whose loss builds."""
 
 from __future__ import annotations
 
@@ -13,10 +14,15 @@ from agentic_verl.training.sft_losses import SFT_LOSSES, SRMLLoss, TokenMeanLoss
 from agentic_verl.training.v2p_loss import V2PLoss
 
 CONFIG_DIR = Path(agentic_verl.training.__file__).parent / "config"
-CONFIGS = sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))  # v2p/common.yaml: included by the V2P stages
+RECIPES = Path(__file__).resolve().parents[2] / "recipes"
+# the recipes' configs that run our trainer (recipes/rag_r1/sft.yaml runs verl's own; v2p/pointer_sft.yaml is
+# included by the V2P stages)
+RECIPE_CONFIGS = ["funreason/sft", "v2p/sft_click", "v2p/sft_full", "v2p/sft_warmup"]
+CONFIGS = sorted(p.stem for p in CONFIG_DIR.glob("*.yaml")) + RECIPE_CONFIGS
 LOSSES = sorted(p.stem for p in (CONFIG_DIR / "loss").glob("*.yaml"))
 # every config with every loss, except V2P's stages: they set the v2p loss's stage, so they go with loss v2p only
-PAIRS = [(name, loss) for name in CONFIGS for loss in LOSSES if not name.startswith("v2p_") or loss == "v2p"]
+PAIRS = [(name, loss) for name in CONFIGS for loss in LOSSES if not name.startswith("v2p/sft_w") and
+         not name.startswith("v2p/sft_f") or loss == "v2p"]
 
 
 def _compose(name: str, overrides: list[str]):
@@ -24,12 +30,13 @@ def _compose(name: str, overrides: list[str]):
     from hydra.core.global_hydra import GlobalHydra
 
     GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
+    with initialize_config_dir(config_dir=str(RECIPES if "/" in name else CONFIG_DIR), version_base=None):
         return compose(config_name=name, overrides=overrides)
 
 
 def test_the_loss_group_lists_every_registered_loss():
-    assert CONFIGS == ["funreason", "sft_trainer", "v2p_full", "v2p_warmup"]
+    assert CONFIGS == ["sft_trainer", *RECIPE_CONFIGS]
+    assert all((RECIPES / f"{name}.yaml").is_file() for name in RECIPE_CONFIGS)
     assert LOSSES == SFT_LOSSES.names() == ["sft", "srml", "v2p"]
 
 
@@ -44,14 +51,14 @@ def test_configs_compose_and_their_loss_builds(name, loss):
     if loss == "srml":
         assert built.alpha().item() == pytest.approx(0.7) and not built.learnable
     if loss == "v2p":
-        assert built.stage == ("warmup" if name == "v2p_warmup" else "full")
+        assert built.stage == ("warmup" if name == "v2p/sft_warmup" else "full")
 
 
 def test_defaults_sft_trainer_is_verls_loss_funreason_is_srml():
     assert _compose("sft_trainer", []).loss.name == "sft"
-    funreason = _compose("funreason", [])
+    funreason = _compose("funreason/sft", [])
     assert funreason.loss.name == "srml" and funreason.trainer.experiment_name == "funreason_srml"
-    assert funreason.data.custom_cls.path == "pkg://agentic_verl.data.fc_sft_dataset"
+    assert funreason.data.custom_cls.path == "pkg://agentic_verl.training.fc_sft_dataset"
 
 
 def test_the_entry_point_uses_this_folder():

@@ -16,8 +16,8 @@ from verl.workers.engine.utils import prepare_micro_batches
 from verl.workers.utils.losses import sft_loss
 
 from agentic_verl.agent_loops.prompts import bfcl_messages, funreason_target
-from agentic_verl.data.fc_sft_dataset import FunctionCallSFTDataset
 from agentic_verl.registry import RegistryError
+from agentic_verl.training.fc_sft_dataset import FunctionCallSFTDataset
 from agentic_verl.training.sft_losses import (
     CALL_TOKENS_KEY,
     THINK_TOKENS_KEY,

@@ -6,7 +6,7 @@ response into chat turns would add role headers the policy never sees at rollout
 up front in the rollout's exact layout (`agentic_verl.data.sft_trajectories`) and this class hands them to verl's
 SFT trainer through its public hook for custom datasets:
 
-    data.custom_cls.path=pkg://agentic_verl.data.sft_dataset data.custom_cls.name=PretokenizedSFTDataset
+    data.custom_cls.path=pkg://agentic_verl.training.sft_dataset data.custom_cls.name=PretokenizedSFTDataset
 
 It honours the same data options as verl's dataset (`pad_mode` no_padding|right, `max_length`, `truncation`
 error|left|right) and returns the same keys (input_ids, position_ids, loss_mask, and attention_mask when padded).

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from agentic_verl.agent_loops.prompts import bfcl_messages
-from agentic_verl.data.fc_sft_dataset import FunctionCallSFTDataset, reasoning_end, tokenize_example
+from agentic_verl.training.fc_sft_dataset import FunctionCallSFTDataset, reasoning_end, tokenize_example
 
 FUNCTIONS = [{"name": "add", "parameters": {"type": "dict", "properties": {"a": {"type": "integer"}}}}]
 

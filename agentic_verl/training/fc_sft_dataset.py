@@ -9,7 +9,7 @@ before the end of `</think>` and the whitespace after it (the blank line). The c
 token (the calls, EOS). A target without `</think>` is all call span. Token offsets decide the split, so the
 target is tokenized once, as a whole (a token that straddles the boundary counts as reasoning).
 
-    data.custom_cls.path=pkg://agentic_verl.data.fc_sft_dataset data.custom_cls.name=FunctionCallSFTDataset
+    data.custom_cls.path=pkg://agentic_verl.training.fc_sft_dataset data.custom_cls.name=FunctionCallSFTDataset
 
 Options (verl's `data` section): max_length, truncation (error | left | right), pad_mode (no_padding | right),
 messages_key (default "messages"), apply_chat_template_kwargs.

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentic_verl.gui.actions import POINTER_ACTION, grounding_messages
-from agentic_verl.gui.labels import pointer_label
+from agentic_verl.v2p.actions import POINTER_ACTION, grounding_messages
+from agentic_verl.v2p.labels import pointer_label
 
 IGNORE_INDEX = -100
 

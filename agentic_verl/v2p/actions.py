@@ -4,7 +4,7 @@ V2P (docs/methods.md, "V2P") trains Qwen2.5-VL to answer a grounding instruction
 
     pyautogui.click(<|pointer_start|><|pointer_pad|><|pointer_end|>)
 
-where the hidden state at `<|pointer_pad|>` queries the image patches (`agentic_verl.gui.model`). The same strings
+where the hidden state at `<|pointer_pad|>` queries the image patches (`agentic_verl.v2p.model`). The same strings
 are used by the data converters (the SFT target), the training batch builder and inference.
 
 >>> POINTER_ACTION

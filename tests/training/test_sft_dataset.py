@@ -7,7 +7,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from agentic_verl.data.sft_dataset import PretokenizedSFTDataset
+from agentic_verl.training.sft_dataset import PretokenizedSFTDataset
 
 ROWS = [
     {"input_ids": [5, 6, 7, 8, 9], "loss_mask": [0, 0, 1, 0, 1]},
@@ -21,7 +21,7 @@ class _Tok:
 
 def _config(**data):
     base = {"pad_mode": "no_padding", "max_length": 8, "truncation": "error",
-            "custom_cls": {"path": "pkg://agentic_verl.data.sft_dataset", "name": "PretokenizedSFTDataset"}}
+            "custom_cls": {"path": "pkg://agentic_verl.training.sft_dataset", "name": "PretokenizedSFTDataset"}}
     return OmegaConf.create({**base, **data})
 
 

@@ -13,7 +13,7 @@ Data loaders: agentic_verl/data/gui_grounding.py; evaluation: agentic_verl/eval/
 imports no torch; model.py / batch.py / predictors do.
 """
 
-from agentic_verl.gui.actions import POINTER_ACTION, POINTER_TOKENS, grounding_messages
-from agentic_verl.gui.labels import pointer_label, v2p_heatmap
+from agentic_verl.v2p.actions import POINTER_ACTION, POINTER_TOKENS, grounding_messages
+from agentic_verl.v2p.labels import pointer_label, v2p_heatmap
 
 __all__ = ["POINTER_ACTION", "POINTER_TOKENS", "grounding_messages", "pointer_label", "v2p_heatmap"]

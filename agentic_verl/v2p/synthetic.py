@@ -30,7 +30,7 @@ import math
 import random
 from dataclasses import dataclass, field
 
-from agentic_verl.gui.sizes import SIZE_BUCKETS, size_bucket
+from agentic_verl.v2p.sizes import SIZE_BUCKETS, size_bucket
 
 _WORDS = ("Save", "Open", "Cancel", "Submit", "Search", "Login", "Share", "Delete", "Print", "Help")
 _ICONS = {"red circle": (220, 40, 40), "green square": (40, 170, 60), "blue triangle": (40, 80, 220),

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from agentic_verl.gui.actions import POINTER_ACTION, grounding_messages
-from agentic_verl.gui.labels import PATCH
+from agentic_verl.v2p.actions import POINTER_ACTION, grounding_messages
+from agentic_verl.v2p.labels import PATCH
 
 THRESHOLD = 0.3
 

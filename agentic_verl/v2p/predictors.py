@@ -91,7 +91,7 @@ def _load(model: str | Path, dtype: str, min_pixels: int | None, max_pixels: int
     import torch
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
-    import agentic_verl.gui.model  # noqa: F401  (registers the V2P model with the Auto classes)
+    import agentic_verl.v2p.model  # noqa: F401  (registers the V2P model with the Auto classes)
 
     kwargs = {k: v for k, v in (("min_pixels", min_pixels), ("max_pixels", max_pixels)) if v is not None}
     processor = AutoProcessor.from_pretrained(str(model), **kwargs)
@@ -109,7 +109,7 @@ class PointerPredictor:
         self.threshold = threshold
 
     def predict(self, image, instruction: str) -> Prediction:
-        from agentic_verl.gui.inference import predict_click
+        from agentic_verl.v2p.inference import predict_click
 
         click = predict_click(self.model, self.processor, image, instruction, threshold=self.threshold)
         return Prediction(click.point, heatmap=click.heatmap, input_size=click.input_size)

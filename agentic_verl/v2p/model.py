@@ -17,8 +17,8 @@ Every `<|pointer_pad|>` queries the last image before it in its row: one image a
 batch, or several (image, click) samples packed into one row as verl's SFT engine feeds them
 (`agentic_verl.training`, recipes/v2p/sft_*.sh).
 
-    python -m agentic_verl.gui.model --base Qwen/Qwen2.5-VL-7B-Instruct --out outputs/v2p/init   # make_pointer_model
-    python -m agentic_verl.gui.model --tiny --out /tmp/v2p_tiny     # the same on a tiny random Qwen2.5-VL (CPU runs)
+    python -m agentic_verl.v2p.model --base Qwen/Qwen2.5-VL-7B-Instruct --out outputs/v2p/init   # make_pointer_model
+    python -m agentic_verl.v2p.model --tiny --out /tmp/v2p_tiny     # the same on a tiny random Qwen2.5-VL (CPU runs)
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from transformers import (
 from transformers.conversion_mapping import get_checkpoint_conversion_mapping, register_checkpoint_conversion_mapping
 from transformers.utils import ModelOutput
 
-from agentic_verl.gui.actions import POINTER_END, POINTER_PAD, POINTER_START, POINTER_TOKENS
-from agentic_verl.gui.loss import STAGES, pointer_loss, total_loss
+from agentic_verl.v2p.actions import POINTER_END, POINTER_PAD, POINTER_START, POINTER_TOKENS
+from agentic_verl.v2p.loss import STAGES, pointer_loss, total_loss
 
 
 @strict
@@ -301,13 +301,13 @@ def _largest_divisor(n: int, at_most: int) -> int:
 
 
 def main(argv=None) -> int:
-    """`python -m agentic_verl.gui.model --base DIR_OR_HUB_ID --out DIR` (or `--tiny --out DIR`): prints the folder."""
+    """`python -m agentic_verl.v2p.model --base DIR_OR_HUB_ID --out DIR` (or `--tiny --out DIR`): prints the folder."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m agentic_verl.gui.model", description=make_pointer_model.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m agentic_verl.v2p.model", description=make_pointer_model.__doc__)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--base", help="a Qwen2.5-VL folder or hub id")
-    source.add_argument("--tiny", action="store_true", help="a tiny random Qwen2.5-VL (gui/tiny.py) as the base")
+    source.add_argument("--tiny", action="store_true", help="a tiny random Qwen2.5-VL (v2p/tiny.py) as the base")
     parser.add_argument("--out", required=True, help="the V2P folder to write")
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
     parser.add_argument("--seed", type=int, default=0, help="the pointer head's initialisation")
@@ -317,7 +317,7 @@ def main(argv=None) -> int:
         return 0
     import tempfile
 
-    from agentic_verl.gui.tiny import make_tiny_qwen2_5_vl
+    from agentic_verl.v2p.tiny import make_tiny_qwen2_5_vl
 
     with tempfile.TemporaryDirectory(prefix="tiny_qwen2_5_vl_") as base:
         print(make_pointer_model(make_tiny_qwen2_5_vl(base, dtype=args.dtype), args.out, seed=args.seed,
