@@ -234,7 +234,7 @@ def test_sft_rows_are_the_loops_token_layout_of_the_gold_trajectory(tasks):
 
 def test_the_command_writes_sft_rows_our_sft_dataset_reads(smollm2_dir, tmp_path, capsys):
     from agentic_verl.cli import main
-    from agentic_verl.data.sft_dataset import PretokenizedSFTDataset
+    from agentic_verl.training.sft_dataset import PretokenizedSFTDataset
 
     out = tmp_path / "out"
     assert main(["data", "bfcl-multi-turn", "--out", str(out), "--seed", "3", "--count", "2", "--kinds", "base",

@@ -9,7 +9,7 @@ miss_func turns and the masks are the loop's own. A row is kept only when the lo
 ended every turn on the gold answer, and was not cut short.
 
 Row: `input_ids` = prompt + response, `loss_mask` = 0 on the prompt, the response mask after it (every assistant
-message is learned; tool outputs and user turns are not), read by `agentic_verl.data.sft_dataset
+message is learned; tool outputs and user turns are not), read by `agentic_verl.training.sft_dataset
 .PretokenizedSFTDataset`; plus `id`, `kind`, `num_tokens`, `num_target_tokens`.
 """
 
