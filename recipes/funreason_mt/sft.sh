@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# FunReason-MT-style SFT (arXiv 2510.24645) on generated multi-turn trajectories, with the SFT machinery of
+# recipes/funreason/sft_plain.sh: agentic_verl.training.sft_trainer (verl's own SFT trainer) with verl's plain
+# token-mean loss (loss=sft), here over the pretokenized trajectories of `data bfcl-multi-turn` (assistant messages
+# learned; tool outputs and user turns masked). Settings: agentic_verl/training/config/funreason_mt.yaml.
+#
+# Hardware: 8x A100/H100 80GB for Qwen3-4B-Instruct-2507 (FunReason-MT's base).
+#           CPU: AGENTIC_VERL_DEVICE=cpu TRAIN_FILE=... bash recipes/funreason_mt/sft.sh  (SmolLM2-135M, batch 4,
+#           2 steps: a smoke run; the data must be tokenized for SmolLM2: --tokenizer "$(agentic-verl cpu-model smollm2)")
+# Data:     agentic-verl data bfcl-multi-turn --out data/bfcl_mt_sft --seed 0 --count 16000 \
+#               --tokenizer Qwen/Qwen3-4B-Instruct-2507   (sft.parquet: tokenized for THAT model; never BFCL's questions)
+# Runtime:  not measured (estimate: a few hours on 8 GPUs for 2 epochs of 16,000 trajectories).
+# Output:   SFT_CHECKPOINT_DIR/global_step_N/huggingface (full HF weights): grpo.sh starts from the latest one.
+# Checks:   `agentic-verl preflight bfcl-mt --stage sft` before launching (data, model, GPU memory; PREFLIGHT=0 skips)
+# Target:   BFCL v3 multi-turn above the base's 15.75 (FunReason-MT publishes its SFT + RL result, 56.50, not SFT alone).
+# Extra overrides go last: bash recipes/funreason_mt/sft.sh trainer.total_epochs=1
+set -euo pipefail
+RECIPES=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+if [[ "${AGENTIC_VERL_DEVICE:-gpu}" == cpu ]]; then
+    : "${SFT_MAX_LENGTH:=8192}"   # a trajectory with BFCL's function docs; the CPU switch's 512 would refuse every row
+fi
+source "$RECIPES/_common/device.sh"
+source "$RECIPES/_common/preflight.sh"
+
+MODEL_PATH=${MODEL_PATH:-Qwen/Qwen3-4B-Instruct-2507}
+DATA_DIR=${DATA_DIR:-data/bfcl_mt_sft}
+TRAIN_FILE=${TRAIN_FILE:-$DATA_DIR/sft.parquet}
+VAL_FILE=${VAL_FILE:-null}
+N_GPUS=${N_GPUS:-8}
+MICRO_BATCH_SIZE=${MICRO_BATCH_SIZE:-1}          # per GPU: one trajectory is up to 16k tokens
+SFT_BATCH_SIZE=${SFT_BATCH_SIZE:-}              # empty: the YAML's
+SFT_MAX_LENGTH=${SFT_MAX_LENGTH:-}              # empty: the YAML's
+LR=${LR:-}                                      # empty: the YAML's
+TOTAL_TRAINING_STEPS=${TOTAL_TRAINING_STEPS:-null}
+LOGGER=${LOGGER:-['console','wandb']}
+SFT_CHECKPOINT_DIR=${SFT_CHECKPOINT_DIR:-checkpoints/agentic_verl/funreason_mt_sft}   # grpo.sh reads it
+
+ARGS=(
+    data.train_files="$TRAIN_FILE"
+    data.val_files="$VAL_FILE"
+    data.micro_batch_size_per_gpu="$MICRO_BATCH_SIZE"
+    model.path="$MODEL_PATH"
+    trainer.total_training_steps="$TOTAL_TRAINING_STEPS"
+    trainer.n_gpus_per_node="$N_GPUS"
+    trainer.logger="$LOGGER"
+    trainer.default_local_dir="$SFT_CHECKPOINT_DIR"
+    'checkpoint.save_contents=[model,optimizer,extra,hf_model]'   # + the HF folder grpo.sh starts from
+    ${SFT_BATCH_SIZE:+data.train_batch_size="$SFT_BATCH_SIZE"}
+    ${SFT_MAX_LENGTH:+data.max_length="$SFT_MAX_LENGTH"}
+    ${LR:+optim.lr="$LR"}
+    "${SFT_DEVICE_OVERRIDES[@]}"
+    "$@"
+)
+recipe_preflight bfcl-mt sft "${ARGS[@]}"
+torchrun --standalone --nnodes=1 --nproc_per_node="$N_GPUS" -m agentic_verl.training.sft_trainer \
+    --config-name funreason_mt "${ARGS[@]}"
