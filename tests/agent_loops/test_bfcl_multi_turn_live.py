@@ -224,3 +224,35 @@ def test_miss_func_withholds_the_docs_until_the_turn_that_adds_them(live_env, qw
     result = score(row, out)
     assert (result["score"], result["error_type"]) == (0.0, "multi_turn:empty_turn_model_response"), result
     assert json.loads(result["bfcl_mt/per_turn"])[added_at] is False
+
+
+@pytest.mark.parametrize("category, entry_id", [("multi_turn_base", "multi_turn_base_2"),
+                                                ("multi_turn_miss_func", "multi_turn_miss_func_1")])
+def test_the_lengths_benchmark_measures_what_the_loop_produces(category, entry_id, live_env, qwen_dir,
+                                                               qwen_tokenizer):
+    """benchmarks/bfcl_mt_lengths.py renders a gold trajectory with the chat template instead of running the loop;
+    the loop, scripted with the same assistant messages, gives the same response length but for 5 tokens of the
+    rendering: the empty `<think>\n\n</think>\n\n` this Qwen template writes into a conversation's final assistant
+    message (4) and the newline after the last <|im_end|> (1)."""
+    import asyncio
+
+    from bfcl_mt_lengths import _tokens, gold_conversation
+
+    from agentic_verl.bfcl_env.client import BfclEnvClient
+
+    tok = qwen_tokenizer
+    row = bfcl_eval_row(load_bfcl_multi_turn_entries(category, ids=[entry_id])[0])
+
+    async def conversation():
+        client = BfclEnvClient(live_env.url)
+        try:
+            return await gold_conversation(client, row)
+        finally:
+            await client.aclose()
+
+    messages = asyncio.run(conversation())
+    measured = _tokens(tok, messages, False) - _tokens(tok, row["prompt"], True)
+    script = [m["content"] + tok.eos_token for m in messages[len(row["prompt"]):] if m["role"] == "assistant"]
+    out, _ = run_entry(live_env, qwen_dir, tok, row, script)
+    assert out.extra_fields["bfcl_multi_turn"]["terminated"] is None
+    assert measured == len(out.response_ids) + 5
