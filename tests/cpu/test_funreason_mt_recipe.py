@@ -242,8 +242,10 @@ def test_grpo_starts_the_environment_server_around_training_and_stops_it(data, t
 
     with pytest.raises(httpx.HTTPError):  # and gone after
         httpx.get(url + "/health", timeout=5)
-    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    assert f"--port {url.rsplit(':', 1)[1]}" not in ps  # neither `serve bfcl-env` nor the server in .venv-bfcl
+    port = url.rsplit(":", 1)[1]
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
+    left = [p for p in ps if "bfcl" in p and f"--port {port}" in p]
+    assert left == []  # neither `serve bfcl-env` nor the server it ran in .venv-bfcl
 
     # a failing preflight: nothing is started, verl is not launched
     (tmp_path / "argv.txt").unlink()
