@@ -27,7 +27,8 @@ DATA_DIR=${DATA_DIR:-data/bfcl_mt_sft}
 TRAIN_FILE=${TRAIN_FILE:-$DATA_DIR/sft.parquet}
 VAL_FILE=${VAL_FILE:-null}
 N_GPUS=${N_GPUS:-8}
-MICRO_BATCH_SIZE=${MICRO_BATCH_SIZE:-1}          # per GPU: one trajectory is up to 16k tokens
+MICRO_BATCH_SIZE=${MICRO_BATCH_SIZE:-1}          # per GPU, without dynamic batching (the CPU switch turns it off;
+                                                # on GPUs verl packs by the YAML's max_token_len_per_gpu)
 SFT_BATCH_SIZE=${SFT_BATCH_SIZE:-}              # empty: the YAML's
 SFT_MAX_LENGTH=${SFT_MAX_LENGTH:-}              # empty: the YAML's
 LR=${LR:-}                                      # empty: the YAML's
