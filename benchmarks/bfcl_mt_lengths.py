@@ -2,7 +2,8 @@
 classes' function docs + turn 0) and the response of a ground-truth trajectory (per turn: one assistant message with
 the turn's calls, the simulators' outputs as tool messages, a one-line answer, the next user turn), rendered by the
 model's chat template as the loop renders them. The outputs come from a live BFCL environment server (started here,
-in .venv-bfcl), the rows from the evaluation-only converter. The rendering counts what the loop produces give or take
+in .venv-bfcl), the questions in the loop's row schema from `eval bfcl`'s loader, with the loop's training prompt
+(`multi_turn_messages(entry, "funreason")`). The rendering counts what the loop produces give or take
 a few tokens of the template's own (Qwen3's: 5 more, an empty think block in the final message and a last newline;
 tests/agent_loops/test_bfcl_multi_turn_live.py checks it). This sizes recipes/funreason_mt's prompt and response
 lengths (generated tasks use the same classes and docs); it trains on nothing.
@@ -21,16 +22,16 @@ from agentic_verl.agent_loops.prompts import bfcl_added_functions_message
 from agentic_verl.bfcl_env.client import BfclEnvClient
 from agentic_verl.bfcl_env.process import BfclEnvProcess
 from agentic_verl.bfcl_env.protocol import keyword_call
-from agentic_verl.eval.bfcl_multi_turn_data import MULTI_TURN_CATEGORIES, bfcl_eval_row, load_bfcl_multi_turn_entries
+from agentic_verl.eval.bfcl_data import MULTI_TURN, load_multi_turn_questions, multi_turn_messages
 from agentic_verl.rewards.bfcl.multi_turn_entry import parse_entry
 from agentic_verl.rewards.bfcl.render import render_calls
 
 
-async def gold_conversation(client: BfclEnvClient, row: dict) -> list[dict]:
-    """The row's prompt followed by its ground-truth trajectory as chat messages."""
-    entry = parse_entry(row["extra_info"], need_ground_truth=True)
+async def gold_conversation(client: BfclEnvClient, raw_entry: dict) -> list[dict]:
+    """The question's prompt (the loop's training prompt) followed by its ground-truth trajectory as chat messages."""
+    entry = parse_entry(raw_entry, need_ground_truth=True)
     order = {doc["name"]: list(doc["parameters"]["properties"]) for doc in entry.function}
-    messages = list(row["prompt"])
+    messages = multi_turn_messages(entry, "funreason")
     session = await client.create_session(initial_config=entry.initial_config,
                                           involved_classes=entry.involved_classes, long_context=entry.long_context)
     try:
@@ -58,12 +59,15 @@ def _tokens(tokenizer, messages: list[dict], generation_prompt: bool) -> int:
 async def measure(url: str, tokenizer, limit: int | None) -> dict:
     client = BfclEnvClient(url)
     report = {}
-    for category in MULTI_TURN_CATEGORIES:
-        rows = [bfcl_eval_row(entry) for entry in load_bfcl_multi_turn_entries(category, limit)]
-        conversations = [await gold_conversation(client, row) for row in rows]
-        prompts = [_tokens(tokenizer, row["prompt"], True) for row in rows]
-        responses = [_tokens(tokenizer, c, False) - p for c, p in zip(conversations, prompts, strict=True)]
-        report[category] = {"questions": len(rows),
+    for category in MULTI_TURN:
+        entries = [q["entry"] for q in load_multi_turn_questions([category], limit)]
+        prompts, responses = [], []
+        for entry in entries:
+            conversation = await gold_conversation(client, entry)
+            prompt = multi_turn_messages(parse_entry(entry), "funreason")
+            prompts.append(_tokens(tokenizer, prompt, True))
+            responses.append(_tokens(tokenizer, conversation, False) - prompts[-1])
+        report[category] = {"questions": len(entries),
                             "prompt": {"median": statistics.median(prompts), "max": max(prompts)},
                             "response": {"median": statistics.median(responses), "max": max(responses),
                                          "over_16384": sum(r > 16384 for r in responses)}}

@@ -3,9 +3,10 @@ multi-turn function-calling run fail, checked in seconds.
 
 - data (grpo): the train/val files are parquet verl can read with the columns `agentic-verl data bfcl-multi-turn`
   writes (`prompt`, `reward_model`, `data_source`, `extra_info`), rows for the `bfcl_multi_turn` loop, the first
-  row's `extra_info` a BFCL entry `parse_entry` accepts (its ground truth included: the reward needs it). Training
-  rows that are BFCL's own test questions (data_source `bfcl_multi_turn_eval`, agentic_verl/eval/
-  bfcl_multi_turn_data.py) are refused; as validation rows they are noted (an evaluation inside training);
+  row's `extra_info` a BFCL entry `parse_entry` accepts (its ground truth included: the reward needs it). Rows that
+  share a user turn or a class state with one of BFCL's 800 multi-turn questions (the generator's own rule,
+  `data.bfcl_multi_turn.overlap`; checked on the first OVERLAP_ROWS rows) are refused as training rows: BFCL's
+  questions are its test set; as validation rows they are noted (an evaluation inside training);
 - data (sft): `input_ids` + `loss_mask` (the `sft.parquet` that `data bfcl-multi-turn --tokenizer MODEL` writes);
 - model: a local folder has config.json, weights and a tokenizer; a Hub id is checked as every recipe's;
 - environment (grpo): the BFCL environment server at the run's env_url answers `/health` and serves the classes
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentic_verl.eval.bfcl_multi_turn_data import DATA_SOURCE as EVAL_DATA_SOURCE
 from agentic_verl.preflight.data_checks import _first_row, data_paths
 from agentic_verl.preflight.gpu_memory import check_gpu_memory
 from agentic_verl.preflight.model_checks import check_model
@@ -27,6 +27,7 @@ from agentic_verl.preflight.settings import RagR1Settings, Report
 STAGES = ("grpo", "sft")
 AGENT_NAME = "bfcl_multi_turn"
 _RL_COLUMNS = ("prompt", "reward_model", "data_source", "extra_info")
+OVERLAP_ROWS = 256  # rows compared with BFCL's questions (a data file is all generated or all BFCL's, in practice)
 _DATA_HINT = "agentic-verl data bfcl-multi-turn --out DIR --seed S --count N (--tokenizer MODEL | --no-sft)"
 
 
@@ -74,8 +75,6 @@ def _readable(report: Report, topic: str, path: str, hint: str):
 
 def check_rl_data(report: Report, topic: str, path: str, *, training: bool) -> list[str] | None:
     """A readable parquet of `bfcl_multi_turn` rows; returns the first row's involved classes (None when unknown)."""
-    import pyarrow.parquet as pq
-
     from agentic_verl.rewards.bfcl.multi_turn_entry import EntryError, parse_entry
 
     found = _readable(report, topic, path, _DATA_HINT)
@@ -97,15 +96,38 @@ def check_rl_data(report: Report, topic: str, path: str, *, training: bool) -> l
     except EntryError as exc:
         report.problem(topic, f"{path}: the first row is not a BFCL multi-turn entry: {exc}")
         return None
-    sources = set(pq.read_table(path, columns=["data_source"]).column("data_source").to_pylist())
-    if EVAL_DATA_SOURCE in sources:
-        message = (f"{path} holds BFCL's own test questions (data_source {EVAL_DATA_SOURCE}, evaluation only)")
+    shared = bfcl_overlap(path, OVERLAP_ROWS)
+    if shared:
+        message = (f"{path}: {len(shared)} of its first {min(rows, OVERLAP_ROWS)} rows share user turns or states "
+                   f"with BFCL's multi-turn questions, its test set (e.g. {shared[0]})")
         if training:
             report.problem(topic, f"{message}: never train on them; generate training tasks with `{_DATA_HINT}`")
             return None
         report.note(topic, f"{message}: validation on them evaluates on BFCL's test set during training")
     report.ok(topic, f"{path}: {rows} rows, first {entry.id} ({entry.num_turns} turns, {', '.join(entry.involved_classes)})")
     return entry.involved_classes
+
+
+def bfcl_overlap(path: str, limit: int) -> list[str]:
+    """`row id: what it shares` for the first `limit` rows whose entry shares a user turn or a class state with one
+    of BFCL's multi-turn questions."""
+    import pyarrow.parquet as pq
+
+    from agentic_verl.data.bfcl_multi_turn.overlap import BfclMultiTurnSet
+    from agentic_verl.rewards.bfcl.multi_turn_entry import EntryError, parse_entry
+
+    bfcl = BfclMultiTurnSet.load()
+    batch = next(pq.ParquetFile(path).iter_batches(batch_size=limit, columns=["extra_info"]), None)
+    shared = []
+    for extra_info in batch.column("extra_info").to_pylist() if batch is not None else []:
+        try:
+            entry = parse_entry(extra_info)
+        except EntryError:
+            continue  # the first row's entry is checked on its own; this check is about BFCL's questions only
+        found = bfcl.overlap({"question": entry.question, "initial_config": entry.initial_config})
+        if found:
+            shared.append(f"{entry.id}: {', '.join(found)}")
+    return shared
 
 
 def check_sft_data(report: Report, topic: str, path: str) -> None:

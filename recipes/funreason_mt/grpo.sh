@@ -4,7 +4,8 @@
 # reward = bfcl-eval's multi-turn checker on the trajectory (reward_fns/bfcl_multi_turn.py).
 #
 # Hardware: 8x A100/H100 80GB for Qwen3-4B-Instruct-2507 (FunReason-MT's base) with vLLM rollout; the environment
-#           server is CPU only. CPU: AGENTIC_VERL_DEVICE=cpu TRAIN_FILE=... VAL_FILE=... bash recipes/funreason_mt/grpo.sh
+#           server is CPU only.
+# Engine:   ENGINE=fsdp (default) | megatron: verl's FSDP or Megatron engine (MEGATRON_TP/PP/CP below) CPU: AGENTIC_VERL_DEVICE=cpu TRAIN_FILE=... VAL_FILE=... bash recipes/funreason_mt/grpo.sh
 #           (SmolLM2-135M, batch 4 x 2, 2 steps, prompts up to 7168 tokens: a smoke run; tests/cpu/test_bfcl_mt_grpo.py)
 # Data:     agentic-verl data bfcl-multi-turn --out data/bfcl_mt --seed 1 --count 16000 --no-sft   (rl.parquet) and
 #           a held-out set: --out data/bfcl_mt_val --seed 2 --count 200 --no-sft. Generated tasks only: BFCL's own
@@ -32,6 +33,7 @@ if [[ "${AGENTIC_VERL_DEVICE:-gpu}" == cpu ]]; then
 fi
 source "$RECIPES/_common/device.sh"
 source "$RECIPES/_common/rl_knobs.sh"
+source "$RECIPES/_common/engine.sh"
 source "$RECIPES/_common/preflight.sh"
 source "$RECIPES/_common/net.sh"   # free_port
 
@@ -55,11 +57,19 @@ BFCL_ENV_LOG=${BFCL_ENV_LOG:-bfcl_env_server.log}
 BFCL_ENV_ARGS=${BFCL_ENV_ARGS:-}                # the server's limits, e.g. "--max-sessions 8192"
 N_GPUS=${N_GPUS:-8}
 NNODES=${NNODES:-1}
+# ENGINE=fsdp (default) | megatron, verl's training engine (recipes/_common/engine.sh); ENGINE=megatron's tensor /
+# pipeline / context parallel sizes (actor, reference); defaults from verl's
+# examples/grpo_trainer/run_qwen3_8b_megatron.sh (Qwen3-8B, 8 GPUs: actor TP 2, PP 2; the 4B model fits the same
+# layout, assumed); CP: verl's default
+MEGATRON_TP=${MEGATRON_TP:-2}
+MEGATRON_PP=${MEGATRON_PP:-2}
+MEGATRON_CP=${MEGATRON_CP:-1}
 EXPERIMENT=${EXPERIMENT:-funreason_mt_grpo}
 # Optional, empty: grpo.yaml's value. TRAIN_BATCH_SIZE PPO_MINI_BATCH_SIZE MICRO_BATCH_SIZE (per GPU) ROLLOUT_N
 # MAX_PROMPT_LENGTH MAX_RESPONSE_LENGTH ACTOR_LR TOTAL_TRAINING_STEPS ROLLOUT_NAME LOGGER PROJECT MAX_STEPS_PER_TURN
 # MAX_TOKENS_PER_STEP (the CPU switch sets the sizes, steps, rollout and logger itself).
 
+rl_engine_overrides                              # ENGINE_OVERRIDES (empty for fsdp)
 ARGS=(
     --config-path "$RECIPES" --config-name funreason_mt/grpo
     data.train_files="$TRAIN_FILE"
@@ -71,6 +81,7 @@ ARGS=(
     "${RL_KNOB_OVERRIDES[@]}"
     ${MAX_STEPS_PER_TURN:+"actor_rollout_ref.rollout.custom.bfcl_multi_turn.max_steps_per_turn=$MAX_STEPS_PER_TURN"}
     ${MAX_TOKENS_PER_STEP:+"actor_rollout_ref.rollout.custom.bfcl_multi_turn.max_tokens_per_step=$MAX_TOKENS_PER_STEP"}
+    "${ENGINE_OVERRIDES[@]}"
     "${DEVICE_OVERRIDES[@]}"
 )
 ENV_URL_KEY=+actor_rollout_ref.rollout.custom.bfcl_multi_turn.env_url

@@ -7,6 +7,7 @@
 # Hardware: 8x A100/H100 80GB for Qwen3-4B-Instruct-2507 (FunReason-MT's base).
 #           CPU: AGENTIC_VERL_DEVICE=cpu TRAIN_FILE=... bash recipes/funreason_mt/sft.sh  (SmolLM2-135M, batch 4,
 #           2 steps: a smoke run; the data must be tokenized for SmolLM2: --tokenizer "$(agentic-verl cpu-model smollm2)")
+# Engine:   ENGINE=fsdp (default) | megatron: verl's FSDP or Megatron SFT engine (MEGATRON_TP/PP/CP below)
 # Data:     agentic-verl data bfcl-multi-turn --out data/bfcl_mt_sft --seed 0 --count 16000 \
 #               --tokenizer Qwen/Qwen3-4B-Instruct-2507   (sft.parquet: tokenized for THAT model; never BFCL's questions)
 # Runtime:  not measured (estimate: a few hours on 8 GPUs for 2 epochs of 16,000 trajectories).
@@ -20,6 +21,7 @@ if [[ "${AGENTIC_VERL_DEVICE:-gpu}" == cpu ]]; then
     : "${SFT_MAX_LENGTH:=8192}"   # a trajectory with BFCL's function docs; the CPU switch's 512 would refuse every row
 fi
 source "$RECIPES/_common/device.sh"
+source "$RECIPES/_common/engine.sh"
 source "$RECIPES/_common/preflight.sh"
 
 MODEL_PATH=${MODEL_PATH:-Qwen/Qwen3-4B-Instruct-2507}
@@ -27,6 +29,12 @@ DATA_DIR=${DATA_DIR:-data/bfcl_mt_sft}
 TRAIN_FILE=${TRAIN_FILE:-$DATA_DIR/sft.parquet}
 VAL_FILE=${VAL_FILE:-null}
 N_GPUS=${N_GPUS:-8}
+# ENGINE=fsdp (default) | megatron, verl's training engine (recipes/_common/engine.sh); ENGINE=megatron's tensor /
+# pipeline / context parallel sizes; defaults from verl's examples/sft/gsm8k/run_qwen_megatron_fsdp.sh (as
+# recipes/funreason/sft_srml.sh: TP 4, PP 1); CP: verl's default
+MEGATRON_TP=${MEGATRON_TP:-4}
+MEGATRON_PP=${MEGATRON_PP:-1}
+MEGATRON_CP=${MEGATRON_CP:-1}
 MICRO_BATCH_SIZE=${MICRO_BATCH_SIZE:-1}          # per GPU, without dynamic batching (the CPU switch turns it off;
                                                 # on GPUs verl packs by the YAML's max_token_len_per_gpu)
 SFT_BATCH_SIZE=${SFT_BATCH_SIZE:-}              # empty: the YAML's
@@ -36,6 +44,8 @@ TOTAL_TRAINING_STEPS=${TOTAL_TRAINING_STEPS:-null}
 LOGGER=${LOGGER:-['console','wandb']}
 SFT_CHECKPOINT_DIR=${SFT_CHECKPOINT_DIR:-checkpoints/agentic_verl/funreason_mt_sft}   # grpo.sh reads it
 
+sft_engine_overrides                             # ENGINE_OVERRIDES (empty for fsdp)
+lr_schedule cosine yaml                          # funreason_mt.yaml's schedule, in Megatron's optimizer's terms there
 ARGS=(
     data.train_files="$TRAIN_FILE"
     data.val_files="$VAL_FILE"
@@ -49,6 +59,7 @@ ARGS=(
     ${SFT_BATCH_SIZE:+data.train_batch_size="$SFT_BATCH_SIZE"}
     ${SFT_MAX_LENGTH:+data.max_length="$SFT_MAX_LENGTH"}
     ${LR:+optim.lr="$LR"}
+    "${ENGINE_OVERRIDES[@]}"
     "${SFT_DEVICE_OVERRIDES[@]}"
     "$@"
 )

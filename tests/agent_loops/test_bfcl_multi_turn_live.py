@@ -4,8 +4,9 @@ server (bfcl-eval's simulators in `.venv-bfcl`), then the real reward (reward_fn
 loader) through the real client: bfcl-eval's multi-turn checker must accept the gold trajectory and reject a
 trajectory with one call changed with the error type bfcl-eval's checker, run directly, gives.
 
-The questions are BFCL's own multi_turn_base / multi_turn_miss_func entries, read through the evaluation-only
-converter (agentic_verl/eval/bfcl_multi_turn_data.py): BFCL's test questions, used here to test, never to train."""
+The questions are BFCL's own multi_turn_base / multi_turn_miss_func entries in the loop's row schema (`eval bfcl`'s
+loader, agentic_verl/eval/bfcl_data.py, with the loop's training prompt): BFCL's test questions, used here to test,
+never to train."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from agent_loop_invariants import check_token_invariants
 from agentic_verl.agent_loops import bfcl_multi_turn
 from agentic_verl.bfcl_env.protocol import keyword_call
 from agentic_verl.bfcl_env.venv import available, ensure_venv
-from agentic_verl.eval.bfcl_multi_turn_data import bfcl_eval_row, load_bfcl_multi_turn_entries
+from agentic_verl.eval.bfcl_data import load_multi_turn_questions, multi_turn_messages
+from agentic_verl.rewards.bfcl.multi_turn_entry import parse_entry
 from agentic_verl.rewards.bfcl.render import render_calls
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,6 +55,19 @@ def _fresh_clients():
     bfcl_multi_turn._CLIENTS.clear()  # the loop's clients belong to event loops that asyncio.run closes
     yield
     bfcl_multi_turn._CLIENTS.clear()
+
+
+def load_entry(category: str, entry_id: str) -> dict:
+    """One BFCL question in the loop's row schema (function docs of its classes, ground truth beside)."""
+    [entry] = [q["entry"] for q in load_multi_turn_questions([category]) if q["id"] == entry_id]
+    return entry
+
+
+def bfcl_row(entry: dict) -> dict:
+    """A `bfcl_multi_turn` row of a BFCL question, with the loop's training prompt (for these tests only)."""
+    prompt = multi_turn_messages(parse_entry(entry, need_ground_truth=True), "funreason")
+    return {"data_source": "bfcl_multi_turn_test", "prompt": prompt, "extra_info": entry,
+            "reward_model": {"style": "rule", "ground_truth": json.dumps(entry["ground_truth"])}}
 
 
 def health(env) -> dict:
@@ -113,8 +128,8 @@ def as_strings(model_calls: list) -> list:
 @pytest.mark.parametrize("entry_id", BASE_IDS)
 def test_gold_trajectory_reaches_the_simulators_and_the_checker_accepts_it(entry_id, live_env, qwen_dir,
                                                                           qwen_tokenizer):
-    [entry] = load_bfcl_multi_turn_entries("multi_turn_base", ids=[entry_id])
-    row, turns = bfcl_eval_row(entry), gold_calls(entry)
+    entry = load_entry("multi_turn_base", entry_id)
+    row, turns = bfcl_row(entry), gold_calls(entry)
     messages, _ = script(turns, qwen_tokenizer.eos_token)
     before = health(live_env)["stats"]
     out, server = run_entry(live_env, qwen_dir, qwen_tokenizer, row, messages)
@@ -153,8 +168,8 @@ def _changed(turns: list[list[dict]]) -> tuple[list[list[dict]], int]:
 @pytest.mark.parametrize("entry_id", BASE_IDS[:3])
 def test_one_changed_call_fails_with_the_error_type_of_bfcl_evals_checker(entry_id, live_env, qwen_dir,
                                                                          qwen_tokenizer):
-    [entry] = load_bfcl_multi_turn_entries("multi_turn_base", ids=[entry_id])
-    row = bfcl_eval_row(entry)
+    entry = load_entry("multi_turn_base", entry_id)
+    row = bfcl_row(entry)
     turns, changed_turn = _changed(gold_calls(entry))
     messages, _ = script(turns, qwen_tokenizer.eos_token)
     out, _ = run_entry(live_env, qwen_dir, qwen_tokenizer, row, messages)
@@ -177,8 +192,8 @@ def test_calls_the_simulators_refuse_are_error_outputs_and_the_verdict_is_bfcl_e
     server answers BFCL's error outputs, the loop counts them (unknown_tool, tool_error), and the reward's verdict on
     the whole trajectory is the one bfcl-eval's checker gives run directly."""
     tok = qwen_tokenizer
-    [entry] = load_bfcl_multi_turn_entries("multi_turn_base", ids=["multi_turn_base_2"])
-    row, turns = bfcl_eval_row(entry), gold_calls(entry)
+    entry = load_entry("multi_turn_base", "multi_turn_base_2")
+    row, turns = bfcl_row(entry), gold_calls(entry)
     wrong = [{"name": "no_such_function", "arguments": {"x": 1}}, {"name": "cd", "arguments": {}}]
     messages, _ = script(turns, tok.eos_token)
     messages.insert(0, render_calls([{c["name"]: c["arguments"]} for c in wrong]) + tok.eos_token)
@@ -201,8 +216,8 @@ def test_calls_the_simulators_refuse_are_error_outputs_and_the_verdict_is_bfcl_e
 
 def test_miss_func_withholds_the_docs_until_the_turn_that_adds_them(live_env, qwen_dir, qwen_tokenizer):
     tok = qwen_tokenizer
-    [entry] = load_bfcl_multi_turn_entries("multi_turn_miss_func", ids=["multi_turn_miss_func_1"])
-    row, turns = bfcl_eval_row(entry), gold_calls(entry)
+    entry = load_entry("multi_turn_miss_func", "multi_turn_miss_func_1")
+    row, turns = bfcl_row(entry), gold_calls(entry)
     ((added_at, withheld),) = ((int(k), v) for k, v in entry["missed_function"].items())
     assert withheld == ["mv"] and turns[added_at] and not entry["question"][added_at]
     messages, starts = script(turns, tok.eos_token)
@@ -241,12 +256,12 @@ def test_the_lengths_benchmark_measures_what_the_loop_produces(category, entry_i
     from agentic_verl.bfcl_env.client import BfclEnvClient
 
     tok = qwen_tokenizer
-    row = bfcl_eval_row(load_bfcl_multi_turn_entries(category, ids=[entry_id])[0])
+    row = bfcl_row(load_entry(category, entry_id))
 
     async def conversation():
         client = BfclEnvClient(live_env.url)
         try:
-            return await gold_conversation(client, row)
+            return await gold_conversation(client, row["extra_info"])
         finally:
             await client.aclose()
 

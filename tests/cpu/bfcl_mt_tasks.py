@@ -8,10 +8,10 @@ and the first request (`few_shot=True`): with them the 135M model writes `[mkdir
 from __future__ import annotations
 
 import json
+from importlib import resources
 from pathlib import Path
 
 from agentic_verl.agent_loops.prompts import bfcl_multi_turn_messages
-from agentic_verl.eval.bfcl_multi_turn_data import function_docs
 from agentic_verl.rewards.bfcl.multi_turn_entry import parse_entry
 
 SHOWN = ("ls", "cd", "mkdir", "touch")
@@ -46,8 +46,15 @@ FEW_SHOT = [
 ]
 
 
+def shown_docs() -> list[dict]:
+    """bfcl-eval's own docs of the file system's functions in SHOWN."""
+    path = resources.files("bfcl_eval") / "data" / "multi_turn_func_doc" / "gorilla_file_system.json"
+    docs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [doc for doc in docs if doc["name"] in SHOWN]
+
+
 def rows(few_shot: bool = False, tasks=TASKS) -> list[dict]:
-    docs = [doc for doc in function_docs(["GorillaFileSystem"]) if doc["name"] in SHOWN]
+    docs = shown_docs()
     out = []
     for index, (task_id, requests, truth, files, withheld) in enumerate(tasks):
         question = [[{"role": "user", "content": text}] if text else [] for text in requests]

@@ -49,13 +49,17 @@ def tiny_model(tmp_path_factory) -> Path:
 def data(tmp_path_factory) -> dict[str, Path]:
     import pandas as pd
 
-    from agentic_verl.eval.bfcl_multi_turn_data import bfcl_eval_row, load_bfcl_multi_turn_entries
+    from agentic_verl.eval.bfcl_data import load_multi_turn_questions
 
     out = tmp_path_factory.mktemp("mt_data")
     sft = out / "sft.parquet"
     pd.DataFrame([{"input_ids": [1, 2, 3, 4], "loss_mask": [0, 0, 1, 1]}]).to_parquet(sft)
     bfcl = out / "bfcl_questions.parquet"
-    pd.DataFrame([bfcl_eval_row(e) for e in load_bfcl_multi_turn_entries("multi_turn_base", 2)]).to_parquet(bfcl)
+    # BFCL's own questions in the row schema (as a careless conversion of its test set would write them)
+    bfcl_rows = [{**rows()[0], "extra_info": {k: json.dumps(v) if not isinstance(v, str) else v
+                                              for k, v in q["entry"].items()}}
+                 for q in load_multi_turn_questions(["multi_turn_base"], 2)]
+    pd.DataFrame(bfcl_rows).to_parquet(bfcl)
     return {"train": write_rows(out / "train.parquet"), "val": write_rows(out / "val.parquet", tasks=TASKS[:2]),
             "sft": sft, "bfcl": bfcl}
 
@@ -164,12 +168,13 @@ def test_preflight_refuses_missing_data_model_server_and_bfcl_questions(capsys, 
     assert "none.parquet does not exist (write it with `agentic-verl data bfcl-multi-turn" in fails[0]
     assert fails[1].startswith(f"FAIL  model: {tmp_path / 'no_model'} does not exist")
     assert fails[2].startswith(f"FAIL  environment: no answer from {dead}/health")
-    assert "note  val data" in out and "BFCL's own test questions" in out  # validation on them: noted
+    assert "note  val data" in out and "2 of its first 2 rows share user turns or states with BFCL's multi-turn " \
+        "questions, its test set (e.g. multi_turn_base_0: turn 0" in out  # validation on them: noted
 
     code, out = _preflight(capsys, *_launch(data, tiny_model, dead, train=data["bfcl"]))
     assert code == 1
-    assert any("holds BFCL's own test questions (data_source bfcl_multi_turn_eval, evaluation only): never train "
-               "on them" in line for line in _fails(out)), out
+    assert any("share user turns or states with BFCL's multi-turn questions" in line and "never train on them" in line
+               for line in _fails(out)), out
 
 
 def test_preflight_refuses_rows_that_are_not_bfcl_multi_turn_and_a_missing_venv(capsys, data, tiny_model, tmp_path,
