@@ -4,12 +4,13 @@
 # reward = bfcl-eval's multi-turn checker on the trajectory (reward_fns/bfcl_multi_turn.py).
 #
 # Hardware: 8x A100/H100 80GB for Qwen3-4B-Instruct-2507 (FunReason-MT's base) with vLLM rollout; the environment
-#           server is CPU only.
-# Engine:   ENGINE=fsdp (default) | megatron: verl's FSDP or Megatron engine (MEGATRON_TP/PP/CP below) CPU: AGENTIC_VERL_DEVICE=cpu TRAIN_FILE=... VAL_FILE=... bash recipes/funreason_mt/grpo.sh
+#           server is CPU only. CPU: AGENTIC_VERL_DEVICE=cpu TRAIN_FILE=... VAL_FILE=... bash recipes/funreason_mt/grpo.sh
 #           (SmolLM2-135M, batch 4 x 2, 2 steps, prompts up to 7168 tokens: a smoke run; tests/cpu/test_bfcl_mt_grpo.py)
-# Data:     agentic-verl data bfcl-multi-turn --out data/bfcl_mt --seed 1 --count 16000 --no-sft   (rl.parquet) and
-#           a held-out set: --out data/bfcl_mt_val --seed 2 --count 200 --no-sft. Generated tasks only: BFCL's own
-#           800 questions are its test set, and the preflight refuses them as training rows.
+# Engine:   ENGINE=fsdp (default) | megatron: verl's FSDP or Megatron engine (MEGATRON_TP/PP/CP below)
+# Data:     agentic-verl data bfcl-multi-turn --out data/bfcl_mt/train --seed 0 --count 4000 --tokenizer MODEL
+#           --sft-max-tokens 16384 (rl.parquet; sft.parquet for sft.sh) and a validation seed: --out data/bfcl_mt/val
+#           --seed 1 --count 200 --no-sft (docs/bfcl_multi_turn_data.md). Generated tasks only: BFCL's own 800
+#           questions are its test set, and the preflight refuses training rows that share a turn or a state with them.
 # Model:    the SFT checkpoint of recipes/funreason_mt/sft.sh (SFT_CHECKPOINT_DIR) unless MODEL_PATH is set; without
 #           either it refuses (MODEL_PATH=Qwen/Qwen3-4B-Instruct-2507 starts from the base model)
 # Server:   BFCL_ENV_URL, when set, is a running server (`agentic-verl serve bfcl-env`, or this script under
@@ -17,10 +18,10 @@
 #           (tools/launch_bfcl_env.sh: /health first, stopped when training ends however it ends).
 # Checks:   `agentic-verl preflight bfcl-mt --stage grpo` before launching (data, model, the server's /health or
 #           .venv-bfcl, GPU memory budget; PREFLIGHT=0 skips it); the server is started only after it passes.
-# Runtime:  GPU not measured (estimate: ~1-2 days on 8 GPUs for 250 steps of 128 x 8 multi-turn trajectories).
+# Runtime:  GPU not measured (estimate: ~1 day on 8 GPUs for 60 steps of 128 x 8 multi-turn trajectories).
 #           CPU smoke run: not measured by this project yet (the slow test runs it).
 # Target:   BFCL v3 multi-turn: Qwen3-4B-Instruct-2507 15.75 -> FunReason-MT-4B 56.50 (model card; its SFT + RL).
-#           Evaluate the actor's HF folder on BFCL's multi-turn categories (README.md: evaluation).
+#           Evaluate the actor's HF folder: agentic-verl eval bfcl --categories multi_turn (README.md, step 5).
 # Settings: recipes/funreason_mt/grpo.yaml (over recipes/_common/grpo.yaml, agent_rl.yaml and verl's ppo_trainer),
 #           each with its source or "assumed"; this script passes machine settings and paths, and the optional knobs
 #           below only when set.
@@ -50,8 +51,8 @@ if [[ -z "${MODEL_PATH:-}" ]]; then
     fi
 fi
 DATA_DIR=${DATA_DIR:-data/bfcl_mt}
-TRAIN_FILE=${TRAIN_FILE:-$DATA_DIR/rl.parquet}
-VAL_FILE=${VAL_FILE:-data/bfcl_mt_val/rl.parquet}
+TRAIN_FILE=${TRAIN_FILE:-$DATA_DIR/train/rl.parquet}
+VAL_FILE=${VAL_FILE:-$DATA_DIR/val/rl.parquet}
 BFCL_ENV_URL=${BFCL_ENV_URL:-}                  # empty: start a server around training
 BFCL_ENV_LOG=${BFCL_ENV_LOG:-bfcl_env_server.log}
 BFCL_ENV_ARGS=${BFCL_ENV_ARGS:-}                # the server's limits, e.g. "--max-sessions 8192"

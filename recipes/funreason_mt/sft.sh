@@ -2,16 +2,19 @@
 # FunReason-MT-style SFT (arXiv 2510.24645) on generated multi-turn trajectories, with the SFT machinery of
 # recipes/funreason/sft_plain.sh: agentic_verl.training.sft_trainer (verl's own SFT trainer) with verl's plain
 # token-mean loss (loss=sft), here over the pretokenized trajectories of `data bfcl-multi-turn` (assistant messages
-# learned; tool outputs and user turns masked). Settings: agentic_verl/training/config/funreason_mt.yaml.
+# learned; tool outputs and user turns masked). Settings: recipes/funreason_mt/sft.yaml (over recipes/_common/sft.yaml
+# and verl's sft_trainer_engine), each with its source or "assumed".
 #
 # Hardware: 8x A100/H100 80GB for Qwen3-4B-Instruct-2507 (FunReason-MT's base).
-#           CPU: AGENTIC_VERL_DEVICE=cpu TRAIN_FILE=... bash recipes/funreason_mt/sft.sh  (SmolLM2-135M, batch 4,
-#           2 steps: a smoke run; the data must be tokenized for SmolLM2: --tokenizer "$(agentic-verl cpu-model smollm2)")
+#           CPU: AGENTIC_VERL_DEVICE=cpu TRAIN_FILE=data/bfcl_mt/smoke/sft.parquet bash recipes/funreason_mt/sft.sh
+#           (SmolLM2-135M, batch 4, 2 steps: a smoke run; the data tokenized for SmolLM2, docs/bfcl_multi_turn_data.md)
 # Engine:   ENGINE=fsdp (default) | megatron: verl's FSDP or Megatron SFT engine (MEGATRON_TP/PP/CP below)
-# Data:     agentic-verl data bfcl-multi-turn --out data/bfcl_mt_sft --seed 0 --count 16000 \
-#               --tokenizer Qwen/Qwen3-4B-Instruct-2507   (sft.parquet: tokenized for THAT model; never BFCL's questions)
-# Runtime:  not measured (estimate: a few hours on 8 GPUs for 2 epochs of 16,000 trajectories).
-# Output:   SFT_CHECKPOINT_DIR/global_step_N/huggingface (full HF weights): grpo.sh starts from the latest one.
+# Data:     agentic-verl data bfcl-multi-turn --out data/bfcl_mt/train --seed 0 --count 4000 \
+#               --tokenizer Qwen/Qwen3-4B-Instruct-2507 --sft-max-tokens 16384   (sft.parquet: tokenized for THAT
+#           model; generated tasks only, never BFCL's questions)
+# Runtime:  not measured (estimate: a few hours on 8 GPUs for 2 epochs of a few thousand trajectories).
+# Output:   checkpoints/agentic_verl/funreason_mt_sft/global_step_N/huggingface (full HF weights; SFT_CHECKPOINT_DIR
+#           moves it): grpo.sh starts from the latest one.
 # Checks:   `agentic-verl preflight bfcl-mt --stage sft` before launching (data, model, GPU memory; PREFLIGHT=0 skips)
 # Target:   BFCL v3 multi-turn above the base's 15.75 (FunReason-MT publishes its SFT + RL result, 56.50, not SFT alone).
 # Extra overrides go last: bash recipes/funreason_mt/sft.sh trainer.total_epochs=1
@@ -22,11 +25,12 @@ if [[ "${AGENTIC_VERL_DEVICE:-gpu}" == cpu ]]; then
 fi
 source "$RECIPES/_common/device.sh"
 source "$RECIPES/_common/engine.sh"
+source "$RECIPES/_common/sft_knobs.sh"
 source "$RECIPES/_common/preflight.sh"
 
 MODEL_PATH=${MODEL_PATH:-Qwen/Qwen3-4B-Instruct-2507}
-DATA_DIR=${DATA_DIR:-data/bfcl_mt_sft}
-TRAIN_FILE=${TRAIN_FILE:-$DATA_DIR/sft.parquet}
+DATA_DIR=${DATA_DIR:-data/bfcl_mt}
+TRAIN_FILE=${TRAIN_FILE:-$DATA_DIR/train/sft.parquet}
 VAL_FILE=${VAL_FILE:-null}
 N_GPUS=${N_GPUS:-8}
 # ENGINE=fsdp (default) | megatron, verl's training engine (recipes/_common/engine.sh); ENGINE=megatron's tensor /
@@ -35,34 +39,23 @@ N_GPUS=${N_GPUS:-8}
 MEGATRON_TP=${MEGATRON_TP:-4}
 MEGATRON_PP=${MEGATRON_PP:-1}
 MEGATRON_CP=${MEGATRON_CP:-1}
-MICRO_BATCH_SIZE=${MICRO_BATCH_SIZE:-1}          # per GPU, without dynamic batching (the CPU switch turns it off;
-                                                # on GPUs verl packs by the YAML's max_token_len_per_gpu)
-SFT_BATCH_SIZE=${SFT_BATCH_SIZE:-}              # empty: the YAML's
-SFT_MAX_LENGTH=${SFT_MAX_LENGTH:-}              # empty: the YAML's
-LR=${LR:-}                                      # empty: the YAML's
-TOTAL_TRAINING_STEPS=${TOTAL_TRAINING_STEPS:-null}
-LOGGER=${LOGGER:-['console','wandb']}
-SFT_CHECKPOINT_DIR=${SFT_CHECKPOINT_DIR:-checkpoints/agentic_verl/funreason_mt_sft}   # grpo.sh reads it
+# Optional, empty: sft.yaml's value. SFT_BATCH_SIZE MICRO_BATCH_SIZE (per GPU) SFT_MAX_LENGTH LR TOTAL_EPOCHS
+# TOTAL_TRAINING_STEPS LOGGER PROJECT EXPERIMENT (recipes/_common/sft_knobs.sh; the CPU switch sets the sizes, steps
+# and logger itself). SFT_CHECKPOINT_DIR: default checkpoints/$PROJECT/$EXPERIMENT
+# (checkpoints/agentic_verl/funreason_mt_sft, where grpo.sh looks).
 
 sft_engine_overrides                             # ENGINE_OVERRIDES (empty for fsdp)
-lr_schedule cosine yaml                          # funreason_mt.yaml's schedule, in Megatron's optimizer's terms there
+lr_schedule cosine yaml                          # sft.yaml's schedule, in Megatron's optimizer's terms there
 ARGS=(
     data.train_files="$TRAIN_FILE"
     data.val_files="$VAL_FILE"
-    data.micro_batch_size_per_gpu="$MICRO_BATCH_SIZE"
     model.path="$MODEL_PATH"
-    trainer.total_training_steps="$TOTAL_TRAINING_STEPS"
     trainer.n_gpus_per_node="$N_GPUS"
-    trainer.logger="$LOGGER"
-    trainer.default_local_dir="$SFT_CHECKPOINT_DIR"
-    'checkpoint.save_contents=[model,optimizer,extra,hf_model]'   # + the HF folder grpo.sh starts from
-    ${SFT_BATCH_SIZE:+data.train_batch_size="$SFT_BATCH_SIZE"}
-    ${SFT_MAX_LENGTH:+data.max_length="$SFT_MAX_LENGTH"}
-    ${LR:+optim.lr="$LR"}
+    "${SFT_KNOB_OVERRIDES[@]}"
     "${ENGINE_OVERRIDES[@]}"
     "${SFT_DEVICE_OVERRIDES[@]}"
     "$@"
 )
 recipe_preflight bfcl-mt sft "${ARGS[@]}"
 torchrun --standalone --nnodes=1 --nproc_per_node="$N_GPUS" -m agentic_verl.training.sft_trainer \
-    --config-name funreason_mt "${ARGS[@]}"
+    --config-path "$RECIPES" --config-name funreason_mt/sft "${ARGS[@]}"

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from bfcl_mt_tasks import TASKS, rows, write_rows
 from cpu_backend_helpers import REPO
+from test_recipe_configs import compose_sft_launch
 from test_recipes import _compose, _recorded_overrides
 
 from agentic_verl.bfcl_env.venv import available, ensure_venv
@@ -78,8 +79,8 @@ def test_grpo_overrides_compose_with_verls_config(device, tmp_path):
     assert rollout.agent.default_agent_loop == "bfcl_multi_turn" and rollout.name == "vllm"
     assert rollout.custom.bfcl_multi_turn.env_url == "http://127.0.0.1:8123"
     assert rollout.custom.bfcl_multi_turn.max_steps_per_turn == 20  # BFCL's MAXIMUM_STEP_LIMIT
-    assert config.data.train_files.endswith("data/bfcl_mt/rl.parquet")
-    assert config.data.val_files.endswith("data/bfcl_mt_val/rl.parquet")
+    assert config.data.train_files.endswith("data/bfcl_mt/train/rl.parquet")
+    assert config.data.val_files.endswith("data/bfcl_mt/val/rl.parquet")
     reward = config.reward.custom_reward_function
     assert (reward.path, reward.name) == ("reward_fns/bfcl_multi_turn.py", "compute_score")
     assert (REPO / reward.path).is_file() and config.reward.reward_manager.name == "agentic_trace"
@@ -94,21 +95,14 @@ def test_grpo_overrides_compose_with_verls_config(device, tmp_path):
 
 @pytest.mark.parametrize("device", ["gpu", "cpu"])
 def test_sft_overrides_compose_with_the_sft_trainers_config(device, tmp_path):
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    import agentic_verl.training
-
     env = {"AGENTIC_VERL_DEVICE": device, "MODEL_PATH": "/models/m", "PREFLIGHT": "0"}
-    argv = _recorded_overrides(SFT, tmp_path, env)  # torchrun's argv after `-m agentic_verl.training.sft_trainer`
-    assert argv[:2] == ["--config-name", "funreason_mt"] and argv[-1] == "trainer.total_epochs=3"
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(Path(agentic_verl.training.__file__).parent / "config"),
-                               version_base=None):
-        config = compose(config_name="funreason_mt", overrides=argv[2:])
+    launch = _recorded_overrides(SFT, tmp_path, env)  # after `-m agentic_verl.training.sft_trainer`
+    assert launch[:4] == ["--config-path", str(REPO / "recipes"), "--config-name", "funreason_mt/sft"]
+    assert launch[-1] == "trainer.total_epochs=3"
+    config = compose_sft_launch("agentic_verl.training.sft_trainer", launch)
     assert config.loss.name == "sft" and config.model.path == "/models/m"
     assert config.data.custom_cls.name == "PretokenizedSFTDataset"
-    assert config.data.train_files.endswith("data/bfcl_mt_sft/sft.parquet")
+    assert config.data.train_files.endswith("data/bfcl_mt/train/sft.parquet")
     assert config.trainer.default_local_dir == "checkpoints/agentic_verl/funreason_mt_sft"  # what grpo.sh reads
     assert config.trainer.device == ("cpu" if device == "cpu" else "cuda")
     assert config.data.max_length == (8192 if device == "cpu" else 16384)

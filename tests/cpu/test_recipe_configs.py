@@ -191,6 +191,7 @@ SFT_RECIPES = {
     "v2p/sft_click.sh": "agentic_verl.training.sft_trainer",
     "v2p/sft_warmup.sh": "agentic_verl.training.sft_trainer",
     "v2p/sft_full.sh": "agentic_verl.training.sft_trainer",
+    "funreason_mt/sft.sh": "agentic_verl.training.sft_trainer",
 }
 POINTER_SFT = {"v2p/sft_warmup.sh", "v2p/sft_full.sh"}
 SFT_VARIANTS = [(recipe, variant) for recipe in SFT_RECIPES
@@ -306,6 +307,8 @@ SFT_METHOD_KNOBS = {
                          "SFT_MAX_LENGTH": ("300", {"data.max_length": 300, "data.max_token_len_per_gpu": 300})},
     "v2p/sft_warmup.sh": {},
     "v2p/sft_full.sh": {},
+    "funreason_mt/sft.sh": {"TOTAL_EPOCHS": ("5", {"trainer.total_epochs": 5}),
+                            "EXPERIMENT": ("knob_run", {"trainer.experiment_name": "knob_run"})},
 }
 
 
