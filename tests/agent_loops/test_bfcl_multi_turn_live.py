@@ -271,3 +271,27 @@ def test_the_lengths_benchmark_measures_what_the_loop_produces(category, entry_i
     out, _ = run_entry(live_env, qwen_dir, tok, row, script)
     assert out.extra_fields["bfcl_multi_turn"]["terminated"] is None
     assert measured == len(out.response_ids) + 5
+
+
+def test_generated_tasks_gold_trajectories_score_one_through_the_loop(live_env, qwen_dir, qwen_tokenizer, tmp_path):
+    """`agentic-verl data bfcl-multi-turn`'s rows (one task of each kind) with the generator's gold assistant
+    messages as the script: the loop executes exactly the generator's calls on the live server, and the reward
+    (bfcl-eval's checker) gives 1.0: the generator, the loop, the server and the reward agree on the row schema."""
+    import pandas as pd
+
+    from agentic_verl.data.bfcl_multi_turn.dataset import write_dataset
+
+    tok = qwen_tokenizer
+    write_dataset(tmp_path, seed=3, count=4, kinds=["base", "miss_func", "miss_param", "long_context"])
+    gold = {json.loads(line)["id"]: json.loads(line) for line in (tmp_path / "trajectories.jsonl").open()}
+    rows = pd.read_parquet(tmp_path / "rl.parquet").to_dict("records")
+    assert sorted(row["extra_info"]["kind"] for row in rows) == ["base", "long_context", "miss_func", "miss_param"]
+    for row in rows:
+        row["prompt"] = [dict(m) for m in row["prompt"]]
+        trajectory = gold[row["extra_info"]["id"]]
+        out, _ = run_entry(live_env, qwen_dir, tok, row,
+                           [text + tok.eos_token for turn in trajectory["assistant"] for text in turn])
+        record = out.extra_fields["bfcl_multi_turn"]
+        assert record["terminated"] is None and record["model_calls"] == trajectory["calls"], row["extra_info"]["id"]
+        result = score(row, out)
+        assert (result["score"], result["error_type"]) == (1.0, None), (row["extra_info"]["id"], result)
