@@ -1,9 +1,11 @@
-"""`agentic-verl preflight rag-r1 | gui | data-mode`: the checks the RAG-R1 and V2P GRPO recipes run before they
-launch verl.
+"""`agentic-verl preflight rag-r1 | gui | bfcl-mt | data-mode`: the checks the RAG-R1, V2P and FunReason-MT recipes
+run before they launch verl.
 
     agentic-verl preflight rag-r1 --stage grpo --train data/rag_r1/train.parquet --val data/rag_r1/test.parquet \\
         --model Qwen/Qwen2.5-7B-Instruct --retrieval-url http://127.0.0.1:8000 --n-gpus 8 --gpu-memory-gb 80
     agentic-verl preflight rag-r1 --stage grpo -- data.train_files=... actor_rollout_ref.model.path=...  # as verl gets them
+    agentic-verl preflight bfcl-mt -- data.train_files=... actor_rollout_ref.model.path=... \\
+        +actor_rollout_ref.rollout.custom.bfcl_multi_turn.env_url=URL     # recipes/funreason_mt/grpo.sh
     agentic-verl preflight data-mode data/rag_r1/train.parquet       # prints sq or mq
     agentic-verl preflight gui -- data.train_files=... actor_rollout_ref.model.path=...   # recipes/v2p/grpo_click.sh
     agentic-verl preflight gui --stage sft -- data.train_files=... model.path=...        # recipes/v2p/sft_{warmup,full}.sh
@@ -47,6 +49,15 @@ def register(subparsers) -> None:
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="the verl overrides the recipe launches with")
     p.set_defaults(handler=_gui)
 
+    p = sub.add_parser("bfcl-mt", help="recipes/funreason_mt/: bfcl_multi_turn data, model, the BFCL environment "
+                                       "server (or .venv-bfcl), GPU memory")
+    p.add_argument("--stage", choices=("grpo", "sft"), default="grpo", help="grpo: grpo.sh; sft: sft.sh")
+    p.add_argument("--gpu-memory-gb", type=float, help="memory of one GPU in GiB (default: nvidia-smi)")
+    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
+                   help="the verl overrides the recipe launches with (env_url: +actor_rollout_ref.rollout.custom."
+                        "bfcl_multi_turn.env_url=URL; without it .venv-bfcl is checked instead of a server)")
+    p.set_defaults(handler=_bfcl_mt)
+
     p = sub.add_parser("data-mode", help="print the mode (sq or mq) a rag_r1 parquet was written for")
     p.add_argument("file")
     p.set_defaults(handler=_data_mode)
@@ -71,6 +82,15 @@ def _gui(args) -> int:
     settings = RagR1Settings(stage="grpo" if args.stage == "grpo" else "sft", gpu_memory_gb=args.gpu_memory_gb)
     settings = settings_from_overrides(settings, args.overrides)
     return _verdict(f"gui ({args.stage})", lambda s: check_gui(s, args.stage), settings)
+
+
+def _bfcl_mt(args) -> int:
+    from agentic_verl.preflight import RagR1Settings, settings_from_overrides
+    from agentic_verl.preflight.bfcl_mt import check_bfcl_mt
+
+    settings = RagR1Settings(stage=args.stage, gpu_memory_gb=args.gpu_memory_gb)
+    settings = settings_from_overrides(settings, args.overrides)
+    return _verdict(f"bfcl-mt ({args.stage})", lambda s: check_bfcl_mt(s, args.stage), settings)
 
 
 def _verdict(title: str, check, settings) -> int:

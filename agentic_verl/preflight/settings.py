@@ -19,6 +19,7 @@ class RagR1Settings:
     model: str | None = None
     critic_model: str | None = None  # ppo; default: the policy model
     retrieval_url: str | None = None
+    env_url: str | None = None  # the BFCL environment server (recipes/funreason_mt)
     mode: str | None = None  # the run-level mode (RAG_MODE); None: the data's
     device: str = "cuda"  # cpu skips the GPU memory budget
     n_gpus: int = 1  # per node
@@ -40,6 +41,7 @@ OVERRIDE_FIELDS = {
     "critic.model.path": "critic_model",
     "actor_rollout_ref.rollout.custom.rag_r1.retrieval_url": "retrieval_url",
     "actor_rollout_ref.rollout.custom.rag_r1.mode": "mode",
+    "actor_rollout_ref.rollout.custom.bfcl_multi_turn.env_url": "env_url",
     "trainer.device": "device",
     "trainer.n_gpus_per_node": "n_gpus",
     "trainer.nnodes": "nnodes",

@@ -32,13 +32,15 @@ import pytest
 from cpu_backend_helpers import REPO
 from test_recipes import _compose, _recorded_overrides
 
-RL_RECIPES = ["rag_r1/grpo.sh", "rag_r1/ppo.sh", "funreason/grpo_ast.sh", "v2p/grpo_click.sh"]
+RL_RECIPES = ["rag_r1/grpo.sh", "rag_r1/ppo.sh", "funreason/grpo_ast.sh", "v2p/grpo_click.sh", "funreason_mt/grpo.sh"]
 DEVICES = ["gpu", "cpu"]
 SNAPSHOTS = Path(__file__).resolve().parent / "recipe_configs"
 # What the recipes would otherwise find out from the machine: a model (the RL recipes refuse without one), the
-# data's mode (read from a parquet that need not exist here) and the CPU run's Ray folder (device.sh names one per
-# run after its shell's PID; test_recipes.py checks that).
-FIXED_ENV = {"MODEL_PATH": "/models/policy", "RAG_MODE": "mq", "PREFLIGHT": "0", "CPU_RAY_TMPDIR": "/tmp/ray_agentic_verl"}
+# data's mode (read from a parquet that need not exist here), the CPU run's Ray folder (device.sh names one per
+# run after its shell's PID; test_recipes.py checks that) and a running BFCL environment server (funreason_mt would
+# start one on a free port).
+FIXED_ENV = {"MODEL_PATH": "/models/policy", "RAG_MODE": "mq", "PREFLIGHT": "0", "CPU_RAY_TMPDIR": "/tmp/ray_agentic_verl",
+             "BFCL_ENV_URL": "http://127.0.0.1:8090"}
 _ABSENT = "<absent>"
 
 
@@ -155,6 +157,12 @@ METHOD_KNOBS = {
                           "KL_COEF": ("0.04", {"actor_rollout_ref.actor.kl_loss_coef": 0.04}),
                           "MAX_RESPONSE_LENGTH": ("40", {"actor_rollout_ref.rollout.custom.gui_grounding.max_tokens":
                                                          40})},
+    "funreason_mt/grpo.sh": {"MAX_STEPS_PER_TURN": ("4", {"actor_rollout_ref.rollout.custom.bfcl_multi_turn."
+                                                           "max_steps_per_turn": 4}),
+                             "MAX_TOKENS_PER_STEP": ("64", {"actor_rollout_ref.rollout.custom.bfcl_multi_turn."
+                                                             "max_tokens_per_step": 64}),
+                             "BFCL_ENV_URL": ("http://h:2", {"actor_rollout_ref.rollout.custom.bfcl_multi_turn.env_url":
+                                                             "http://h:2"})},
 }
 
 
@@ -183,6 +191,7 @@ SFT_RECIPES = {
     "v2p/sft_click.sh": "agentic_verl.training.sft_trainer",
     "v2p/sft_warmup.sh": "agentic_verl.training.sft_trainer",
     "v2p/sft_full.sh": "agentic_verl.training.sft_trainer",
+    "funreason_mt/sft.sh": "agentic_verl.training.sft_trainer",
 }
 POINTER_SFT = {"v2p/sft_warmup.sh", "v2p/sft_full.sh"}
 SFT_VARIANTS = [(recipe, variant) for recipe in SFT_RECIPES
@@ -298,6 +307,8 @@ SFT_METHOD_KNOBS = {
                          "SFT_MAX_LENGTH": ("300", {"data.max_length": 300, "data.max_token_len_per_gpu": 300})},
     "v2p/sft_warmup.sh": {},
     "v2p/sft_full.sh": {},
+    "funreason_mt/sft.sh": {"TOTAL_EPOCHS": ("5", {"trainer.total_epochs": 5}),
+                            "EXPERIMENT": ("knob_run", {"trainer.experiment_name": "knob_run"})},
 }
 
 

@@ -17,7 +17,7 @@ CONFIG_DIR = Path(agentic_verl.training.__file__).parent / "config"
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 # the recipes' configs that run our trainer (recipes/rag_r1/sft.yaml runs verl's own; v2p/pointer_sft.yaml is
 # included by the V2P stages)
-RECIPE_CONFIGS = ["funreason/sft", "v2p/sft_click", "v2p/sft_full", "v2p/sft_warmup"]
+RECIPE_CONFIGS = ["funreason/sft", "funreason_mt/sft", "v2p/sft_click", "v2p/sft_full", "v2p/sft_warmup"]
 CONFIGS = sorted(p.stem for p in CONFIG_DIR.glob("*.yaml")) + RECIPE_CONFIGS
 LOSSES = sorted(p.stem for p in (CONFIG_DIR / "loss").glob("*.yaml"))
 # every config with every loss, except V2P's stages: they set the v2p loss's stage, so they go with loss v2p only
@@ -58,6 +58,10 @@ def test_defaults_sft_trainer_is_verls_loss_funreason_is_srml():
     assert _compose("sft_trainer", []).loss.name == "sft"
     funreason = _compose("funreason/sft", [])
     assert funreason.loss.name == "srml" and funreason.trainer.experiment_name == "funreason_srml"
+    multi_turn = _compose("funreason_mt/sft", [])  # generated trajectories, pretokenized in the loop's layout
+    assert multi_turn.loss.name == "sft" and multi_turn.trainer.experiment_name == "funreason_mt_sft"
+    assert multi_turn.data.custom_cls.name == "PretokenizedSFTDataset"
+    assert multi_turn.data.max_token_len_per_gpu >= multi_turn.data.max_length  # verl packs whole trajectories
     assert funreason.data.custom_cls.path == "pkg://agentic_verl.training.fc_sft_dataset"
 
 

@@ -36,6 +36,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from agentic_verl.bfcl_env.client import BfclEnvClient
 from agentic_verl.rewards.bfcl.multi_turn_entry import parse_entry, plain
 from agentic_verl.rewards.registry import REWARDS
 
@@ -48,10 +49,6 @@ _MARGIN_S = 5.0  # waiting for a check: the client's own timeout plus this
 
 def new_env_client(url: str, api_key_env: str | None, timeout_s: float):
     """A `BfclEnvClient` (the loop and the reward make theirs here; tests replace this function)."""
-    # Imported here: agentic_verl.bfcl_env arrives with the environment server, and the reward registry and the
-    # agent loop's registration must import without it.
-    from agentic_verl.bfcl_env.client import BfclEnvClient
-
     return BfclEnvClient(url, api_key_env=api_key_env, timeout_s=float(timeout_s))
 
 
