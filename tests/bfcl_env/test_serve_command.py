@@ -31,7 +31,10 @@ def _alive(pid: int) -> bool:
 @pytest.mark.skipif(not venv.available(), reason="no .venv-bfcl (run `make bfcl-venv`)")
 def test_serve_bfcl_env_prints_the_url_once_healthy_and_stops_its_server(stop_signal):
     command = [sys.executable, "-m", "agentic_verl.cli", "serve", "bfcl-env", "--port", "0", "--max-sessions", "7"]
-    parent = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # pytest-xdist's workers ignore SIGINT and a child inherits that (Python then installs no KeyboardInterrupt
+    # handler): give the command the default disposition a terminal's Ctrl-C meets
+    parent = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         lines = []
         while not any("ready on" in line for line in lines):

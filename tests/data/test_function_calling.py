@@ -323,10 +323,10 @@ def test_cli(tmp_path, xlam_file, eval_file, capsys):
     )
 
 
-@pytest.mark.parametrize("module", ["function_calling", "fc_parquet", "fc_sft_dataset"])
+@pytest.mark.parametrize("module", ["data.function_calling", "data.fc_parquet", "training.fc_sft_dataset"])
 def test_docstring_examples_run(module):
     import doctest
     import importlib
 
-    result = doctest.testmod(importlib.import_module(f"agentic_verl.data.{module}"))
+    result = doctest.testmod(importlib.import_module(f"agentic_verl.{module}"))
     assert result.attempted >= 1 and result.failed == 0
