@@ -77,6 +77,19 @@ def wait_for_health(url: str, timeout_s: float, *, process: subprocess.Popen | N
         time.sleep(interval_s)
 
 
+def stop_server_process(process: subprocess.Popen | None, grace_s: float = 15.0) -> None:
+    """SIGTERM a server we started and wait `grace_s` for it to shut down; SIGKILL only if it refused.
+    Nothing to do when it never started or has already exited."""
+    if process is None or process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()  # only after a graceful stop was refused
+        process.wait(timeout=5)
+
+
 def check_model_or_endpoint(model: str | None, endpoint: str | None, model_name: str | None) -> None:
     """Exactly one of a model folder (which must exist) or an endpoint (with the name it serves the model under)."""
     if (model is None) == (endpoint is None):

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 from pathlib import Path
 
 from agentic_verl.bfcl_env.protocol import SERVER_NAME
 from agentic_verl.bfcl_env.venv import require_python
-from agentic_verl.net import free_port, wait_for_health
+from agentic_verl.net import free_port, stop_server_process, wait_for_health
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # agentic_verl/
 
@@ -68,13 +67,7 @@ class BfclEnvProcess:
         return self
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()  # only after a graceful stop was refused
-                self.process.wait(timeout=5)
+        stop_server_process(self.process)
         self._cleanup()
 
     def wait(self) -> int:

@@ -24,7 +24,6 @@ import contextlib
 import json
 import logging
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -34,7 +33,7 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr, ValidationError
 
-from agentic_verl.net import free_port, wait_for_health
+from agentic_verl.net import free_port, stop_server_process, wait_for_health
 from agentic_verl.retrieval.auth import TOKEN_ENV, bearer_matches, check_bind
 from agentic_verl.retrieval.service import RequestError, RetrievalService
 
@@ -250,14 +249,7 @@ class ServerProcess:
         return self
 
     def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()  # only after a graceful stop was refused
-            self.process.wait(timeout=5)
+        stop_server_process(self.process)
 
     def __enter__(self) -> ServerProcess:
         return self.start()
