@@ -154,7 +154,7 @@ class Verdict:
     reasons: list[str]
 
 
-def learning_verdict(steps: list[dict], window: int = 4, margin: float = 0.15, floor: float = 0.75) -> Verdict:
+def learning_verdict(steps: list[dict], window: int = 4, margin: float = 0.10, floor: float = 0.75) -> Verdict:
     """Did the run learn? `steps` are verl's per-step metrics (file logger). Learned when the mean reward of the
     last `window` steps exceeds the first `window` steps' by `margin` and ends at `floor` or more, the policy
     calls a tool in every sample at the end (mean tool calls >= 0.9), and the rollout's weights are the trainer's
