@@ -37,6 +37,12 @@ source "$RECIPES/_common/rl_knobs.sh"
 source "$RECIPES/_common/engine.sh"
 source "$RECIPES/_common/preflight.sh"
 source "$RECIPES/_common/net.sh"   # free_port
+if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
+    # verl packs the actor's micro-batches by tokens (grpo.yaml's use_dynamic_bsz) up to 32k tokens: on a CPU the
+    # logits of 8 SmolLM2 trajectories in one micro-batch took the actor update to 18.3 GB (OOM on 24 GB). One
+    # full-length trajectory per micro-batch at most:
+    : "${PPO_MAX_TOKEN_LEN:=$((MAX_PROMPT_LENGTH + MAX_RESPONSE_LENGTH))}"
+fi
 
 SFT_CHECKPOINT_DIR=${SFT_CHECKPOINT_DIR:-checkpoints/agentic_verl/funreason_mt_sft}   # where sft.sh saves
 if [[ -z "${MODEL_PATH:-}" ]]; then
@@ -68,7 +74,8 @@ MEGATRON_CP=${MEGATRON_CP:-1}
 EXPERIMENT=${EXPERIMENT:-funreason_mt_grpo}
 # Optional, empty: grpo.yaml's value. TRAIN_BATCH_SIZE PPO_MINI_BATCH_SIZE MICRO_BATCH_SIZE (per GPU) ROLLOUT_N
 # MAX_PROMPT_LENGTH MAX_RESPONSE_LENGTH ACTOR_LR TOTAL_TRAINING_STEPS ROLLOUT_NAME LOGGER PROJECT MAX_STEPS_PER_TURN
-# MAX_TOKENS_PER_STEP (the CPU switch sets the sizes, steps, rollout and logger itself).
+# MAX_TOKENS_PER_STEP PPO_MAX_TOKEN_LEN (tokens per micro-batch when verl packs them; the CPU switch sets the sizes,
+# steps, rollout and logger itself, and PPO_MAX_TOKEN_LEN to one full-length trajectory).
 
 rl_engine_overrides                              # ENGINE_OVERRIDES (empty for fsdp)
 ARGS=(
@@ -82,6 +89,7 @@ ARGS=(
     "${RL_KNOB_OVERRIDES[@]}"
     ${MAX_STEPS_PER_TURN:+"actor_rollout_ref.rollout.custom.bfcl_multi_turn.max_steps_per_turn=$MAX_STEPS_PER_TURN"}
     ${MAX_TOKENS_PER_STEP:+"actor_rollout_ref.rollout.custom.bfcl_multi_turn.max_tokens_per_step=$MAX_TOKENS_PER_STEP"}
+    ${PPO_MAX_TOKEN_LEN:+"actor_rollout_ref.actor.ppo_max_token_len_per_gpu=$PPO_MAX_TOKEN_LEN"}
     "${ENGINE_OVERRIDES[@]}"
     "${DEVICE_OVERRIDES[@]}"
 )

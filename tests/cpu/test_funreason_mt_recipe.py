@@ -88,6 +88,9 @@ def test_grpo_overrides_compose_with_verls_config(device, tmp_path):
     if device == "cpu":  # prompts with BFCL's function docs; SmolLM2's 8192 positions in all
         assert (config.data.max_prompt_length, config.data.max_response_length) == (7168, 1024)
         assert rollout.custom.bfcl_multi_turn.max_tokens_per_step == 256 and rollout.enforce_eager is True
+        # one full-length trajectory per packed micro-batch (32k tokens of SmolLM2 logits ran out of memory)
+        assert config.actor_rollout_ref.actor.ppo_max_token_len_per_gpu == 7168 + 1024
+        assert config.actor_rollout_ref.ref.log_prob_max_token_len_per_gpu == 7168 + 1024
     else:
         assert (config.data.max_prompt_length, config.data.max_response_length) == (10240, 16384)
         assert config.actor_rollout_ref.actor.use_dynamic_bsz is True

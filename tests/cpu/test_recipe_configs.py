@@ -161,6 +161,7 @@ METHOD_KNOBS = {
                                                            "max_steps_per_turn": 4}),
                              "MAX_TOKENS_PER_STEP": ("64", {"actor_rollout_ref.rollout.custom.bfcl_multi_turn."
                                                              "max_tokens_per_step": 64}),
+                             "PPO_MAX_TOKEN_LEN": ("4000", {"actor_rollout_ref.actor.ppo_max_token_len_per_gpu": 4000}),
                              "BFCL_ENV_URL": ("http://h:2", {"actor_rollout_ref.rollout.custom.bfcl_multi_turn.env_url":
                                                              "http://h:2"})},
 }
