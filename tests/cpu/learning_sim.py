@@ -48,7 +48,8 @@ def grpo_run(model_dir: Path, lr: float, eps: float, seed: int, steps: int = 12,
     prompts = [tokenizer.apply_chat_template(task.messages(q["question"]), add_generation_prompt=True, tokenize=True)
                for q in task.questions]
     prompts = [list(p["input_ids"]) if hasattr(p, "keys") else list(p) for p in prompts]
-    pad, eos = tokenizer.pad_token_id, tokenizer.eos_token_id
+    eos = tokenizer.eos_token_id
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
     rewards_per_step = []
     for _ in range(steps):
         batch, rewards, advantages = [], [], []
