@@ -33,7 +33,9 @@ from cpu_backend_helpers import run_recipe, weights_in_sync
 from agentic_verl.bfcl_env.protocol import unknown_function_output
 from agentic_verl.bfcl_env.venv import available, ensure_venv
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not available(), reason="no .venv-bfcl (make bfcl-venv)")]
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not available(), reason="no .venv-bfcl (make bfcl-venv)"),
+              # above the run's own limit (1500 s) so that run_recipe kills and reports first; 631-767 s measured
+              pytest.mark.timeout(1800)]
 
 STEPS = 2
 RUN = {"TRAIN_BATCH_SIZE": "2", "PPO_MINI_BATCH_SIZE": "2", "MICRO_BATCH_SIZE": "4", "ROLLOUT_N": "4",
