@@ -6,8 +6,8 @@ several times the noise and ends above a floor, every sample calls a tool at the
 probability gap stays small at every step (the weights vLLM samples from are the ones being trained).
 
 The model is a tiny random llama over SmolLM2's tokenizer (49k tokens), SFT'd in plain PyTorch (~40 s); the run
-is 12 steps of 32 questions x 4 samples (~8 min on 2 cores: ~3 min starting Ray and vLLM, ~25 s a step). The verdict's own
-failure cases are checked on made-up metrics, without a run."""
+is 12 steps of 32 questions x 4 samples (~8-9 min on 2 cores: ~2.5 min starting Ray and vLLM, 25-35 s a step). The
+verdict's own failure cases are checked on made-up metrics, without a run."""
 
 from __future__ import annotations
 
