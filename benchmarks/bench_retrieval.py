@@ -163,13 +163,9 @@ class NaiveServer:
         return self
 
     def __exit__(self, *exc):
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=5)
+        from agentic_verl.net import stop_server_process
+
+        stop_server_process(self.process)
 
 
 def run_load(url: str, pid: int, queries_file: Path, offset: int, concurrency: int, n_requests: int, qpr: int,
