@@ -21,14 +21,16 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from learning_task import choice_task, sft_tiny_model  # noqa: E402
+from learning_task import choice_task, prompt_token_ids, sft_tiny_model  # noqa: E402
 
 
 def _response_logprobs(model, ids, attention, start):
     import torch
 
     positions = (attention.cumsum(-1) - 1).clamp(min=0)
-    logits = model(input_ids=ids, attention_mask=attention, position_ids=positions).logits[:, start - 1:-1]
+    # the vocabulary head only where a response token is predicted (as sft_tiny_model does): not over the prompt
+    hidden = model.model(input_ids=ids, attention_mask=attention, position_ids=positions).last_hidden_state
+    logits = model.lm_head(hidden[:, start - 1:-1])
     return torch.log_softmax(logits, -1).gather(-1, ids[:, start:, None]).squeeze(-1)
 
 
@@ -45,9 +47,7 @@ def grpo_run(model_dir: Path, lr: float, eps: float, seed: int, steps: int = 12,
     policy = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
     reference = copy.deepcopy(policy).eval()
     optimizer = torch.optim.AdamW(policy.parameters(), lr=lr, eps=eps, weight_decay=0.01)
-    prompts = [tokenizer.apply_chat_template(task.messages(q["question"]), add_generation_prompt=True, tokenize=True)
-               for q in task.questions]
-    prompts = [list(p["input_ids"]) if hasattr(p, "keys") else list(p) for p in prompts]
+    prompts = prompt_token_ids(task, tokenizer)
     eos = tokenizer.eos_token_id
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
     rewards_per_step = []

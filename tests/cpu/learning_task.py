@@ -96,6 +96,13 @@ def write_rl_parquet(task: ChoiceTask, path: Path) -> Path:
     return path
 
 
+def prompt_token_ids(task: ChoiceTask, tokenizer) -> list[list[int]]:
+    """Each question's chat prompt with the generation prompt, as token ids (transformers 5 returns an encoding)."""
+    prompts = [tokenizer.apply_chat_template(task.messages(q["question"]), add_generation_prompt=True, tokenize=True)
+               for q in task.questions]
+    return [list(p["input_ids"]) if hasattr(p, "keys") else list(p) for p in prompts]
+
+
 def sft_tiny_model(task: ChoiceTask, model_dir: Path, out: Path, steps: int = 500, batch_size: int = 16,
                    lr: float = 3e-3, seed: int = 0, right_share: float = 0.5) -> Path:
     """Plain-PyTorch SFT of the tiny model on the call format: each example names the question's function with
@@ -108,9 +115,7 @@ def sft_tiny_model(task: ChoiceTask, model_dir: Path, out: Path, steps: int = 50
     model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
     rng = random.Random(seed)
     torch.manual_seed(seed)
-    prompts = [tokenizer.apply_chat_template(task.messages(q["question"]), add_generation_prompt=True, tokenize=True)
-               for q in task.questions]
-    prompts = [list(p["input_ids"]) if isinstance(p, dict) or hasattr(p, "keys") else list(p) for p in prompts]
+    prompts = prompt_token_ids(task, tokenizer)
     answers = [tokenizer.encode(task.answer(i), add_special_tokens=False) + [tokenizer.eos_token_id]
                for i in range(len(task.functions))]
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
