@@ -6,8 +6,10 @@ failed; any success resets the count. When the count reaches the caller's limit 
 `FailFastError`), logs the message once, and keeps raising it from `raise_if_tripped` for the rest of the process
 (every later sample fails at once: the server is gone, the reward is broken). verl runs an agent-loop worker's
 trajectories as coroutines of one event loop, but a reward manager calls a synchronous `compute_score` from a
-thread pool, so the counters sit behind a lock. Users: the `rag_r1` loop and `SearchTool` (`SearchFailFastError`,
-per retrieval URL) and the reward wrappers of agentic_verl.rewards.failures (`RewardFailFastError`, per component).
+thread pool, so the counters sit behind a lock. Users: the `rag_r1` loop and `SearchTool` share one counter,
+`SEARCH_FAILURES` (`SearchFailFastError`, per retrieval URL or local index: a dead server is dead for both, whatever
+mix of loops a process runs), and the reward wrappers of agentic_verl.rewards.failures (`RewardFailFastError`, per
+component).
 
 >>> failures = ConsecutiveFailures(SearchFailFastError)
 >>> failures.failed("http://x", limit=2, message=lambda n: f"{n} failed")
@@ -88,3 +90,6 @@ class ConsecutiveFailures:
         """Forget every streak and trip (an in-process caller that restarted its server; tests)."""
         with self._lock:
             self._streaks.clear()
+
+
+SEARCH_FAILURES = ConsecutiveFailures(SearchFailFastError)  # per retrieval URL (or local index): rag_r1 + SearchTool

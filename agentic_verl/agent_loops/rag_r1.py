@@ -69,7 +69,7 @@ from agentic_verl.agent_loops.rag_r1_protocol import (  # noqa: F401 (re-exporte
     split_queries,
 )
 from agentic_verl.agent_loops.trace import TrajectoryTrace
-from agentic_verl.fail_fast import ConsecutiveFailures, SearchFailFastError  # noqa: F401 (re-exported)
+from agentic_verl.fail_fast import SEARCH_FAILURES, SearchFailFastError  # noqa: F401 (re-exported)
 from agentic_verl.retrieval.client import RetrievalClient, RetrievalError
 from agentic_verl.retrieval.formatting import escape_protocol_tags
 
@@ -118,9 +118,6 @@ class RagR1Config:
         if int(self.max_consecutive_search_failures) < 0:
             raise ValueError("rag_r1 max_consecutive_search_failures must be >= 0 (0 = never stop), got "
                              f"{self.max_consecutive_search_failures}")
-
-
-SEARCH_FAILURES = ConsecutiveFailures(SearchFailFastError)  # this process's fail-fast state, per retrieval URL
 
 
 def _fail_fast_message(cfg: RagR1Config, count: int, detail: str) -> str:

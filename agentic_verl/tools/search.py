@@ -39,7 +39,7 @@ from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 from verl.utils.rollout_trace import rollout_trace_op
 
-from agentic_verl.fail_fast import ConsecutiveFailures, SearchFailFastError, check_limit
+from agentic_verl.fail_fast import SEARCH_FAILURES, check_limit
 from agentic_verl.retrieval.client import RetrievalClient, RetrievalError
 from agentic_verl.retrieval.formatting import escape_protocol_tags, format_passages
 from agentic_verl.retrieval.protocol import Passage
@@ -102,7 +102,6 @@ def search_tool_schema(settings: SearchSettings) -> OpenAIFunctionToolSchema:
     })
 
 
-SEARCH_FAILURES = ConsecutiveFailures(SearchFailFastError)  # this process's fail-fast state, per server / index
 _SERVER_DOWN = ("timeout", "server_error")  # failures that count toward the fail-fast streak
 
 

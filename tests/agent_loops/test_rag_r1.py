@@ -481,6 +481,35 @@ def test_dead_server_stops_after_max_consecutive_search_failures(fresh_fail_fast
     assert later.calls == []  # stopped before generating
 
 
+def test_rag_r1_loop_and_search_tool_share_one_streak_per_server(fresh_fail_fast_state, dead_url, qwen_dir,
+                                                                  qwen_tokenizer):
+    """A process that runs both the rag_r1 loop and SearchTool (tool_agent_traced) against one dead server stops at
+    the limit counted over both: one failure through the tool and one through the loop trip max=2."""
+    import asyncio
+
+    from agentic_verl.agent_loops.rag_r1 import SearchFailFastError
+    from agentic_verl.tools.search import SearchTool
+
+    tool_config = {"type": "native", "retrieval_url": dead_url, "max_retries": 0,
+                   "max_consecutive_search_failures": 2}
+    tool = SearchTool(tool_config)
+
+    async def one_search():
+        instance_id, _ = await tool.create()
+        try:
+            return await tool.execute(instance_id, {"query_list": ["anything"]})
+        finally:
+            await tool.release(instance_id)
+
+    _, _, metrics = asyncio.run(one_search())
+    assert metrics["error_type"] == "server_error" and fresh_fail_fast_state.count(dead_url) == 1
+
+    tok = qwen_tokenizer
+    config = _rag_config(qwen_dir, dead_url, max_consecutive_search_failures=2)
+    with pytest.raises(SearchFailFastError, match="2 consecutive searches failed"):
+        _run(config, ScriptedServer(tok, ["<search> capital of france </search>", "<answer> Paris </answer>"]), tok)
+
+
 def test_fail_fast_counts_only_consecutive_failures_and_zero_never_stops(fresh_fail_fast_state, dead_url, qwen_dir,
                                                                          qwen_tokenizer, retrieval_server):
     """An answer from the server resets the streak (same URL: a server that came back), and 0 turns it off."""
