@@ -13,6 +13,11 @@
 AGENTIC_VERL_DEVICE=${AGENTIC_VERL_DEVICE:-gpu}
 DEVICE_OVERRIDES=()
 SFT_DEVICE_OVERRIDES=()
+source "$(dirname "${BASH_SOURCE[0]}")/proc.sh"
+# A SIGTERM to this shell (a scheduler, a closed terminal) ends bash at once; without the trap the trainer it was
+# waiting for (main_ppo, torchrun) would keep running, orphaned, on any device. The CPU switch below replaces this
+# trap with one that also cleans up Ray and /dev/shm.
+trap 'kill_descendants $$' EXIT
 
 if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
     export VERL_PLATFORM=cpu
@@ -31,7 +36,6 @@ if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
     # (vLLM's message queues, verl's weight buckets) that killed processes leave; others' segments are untouched.
     _CPU_SHM_SNAPSHOT=$(mktemp /tmp/agentic_verl_shm.XXXXXX)
     "${AGENTIC_VERL:-agentic-verl}" cpu-cleanup --snapshot "$_CPU_SHM_SNAPSHOT"
-    source "$(dirname "${BASH_SOURCE[0]}")/proc.sh"
     trap 'kill_descendants $$; "${AGENTIC_VERL:-agentic-verl}" cpu-cleanup --ray-dir "$CPU_RAY_TMPDIR" --shm-snapshot "$_CPU_SHM_SNAPSHOT"; rm -f "$_CPU_SHM_SNAPSHOT"' EXIT
 
     # Small defaults for the knobs recipes share (a value you set wins).

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Sourced by recipes/_common/device.sh and demo.sh. `kill $$` (SIGTERM to a recipe's shell, as a scheduler or a user
+# Sourced by recipes/_common/device.sh (every recipe, on any device) and demo.sh. `kill $$` (SIGTERM to a recipe's shell, as a scheduler or a user
 # sends it) ends bash and runs its EXIT trap at once, but the command bash was waiting for (main_ppo, torchrun, an
 # eval) keeps running, orphaned. The traps call kill_descendants first, so an interrupted run stops what it started.
 #

@@ -37,6 +37,6 @@ else
 fi
 read -r -a DATA_DIRS <<< "$DATA"
 
-"${AGENTIC_VERL:-agentic-verl}" eval screenspot "${SOURCE[@]}" --data "${DATA_DIRS[@]}" \
+exec "${AGENTIC_VERL:-agentic-verl}" eval screenspot "${SOURCE[@]}" --data "${DATA_DIRS[@]}" \
     ${MAX_PIXELS:+--max-pixels "$MAX_PIXELS"} ${LIMIT:+--limit "$LIMIT"} --report-samples "$REPORT_SAMPLES" \
     --label "$LABEL" --out "$OUT" "$@"

@@ -1,8 +1,8 @@
 """SIGTERM to a recipe's or a demo's shell (what a scheduler or `kill PID` sends) stops what that shell started.
 
 bash ends on SIGTERM and runs its EXIT trap at once, while the command it was waiting for keeps running, orphaned;
-recipes/_common/proc.sh's kill_descendants, called first by the CPU switch's trap (device.sh) and by the demos'
-cleanup (demo.sh), ends it. Here the waited-for command is a stand-in whose own child (the "trainer") names a unique
+recipes/_common/proc.sh's kill_descendants, called by every recipe's trap (device.sh: on a GPU alone, on the CPU
+first, before Ray's and /dev/shm's cleanup) and by the demos' cleanup (demo.sh), ends it. Here the waited-for command is a stand-in whose own child (the "trainer") names a unique
 marker and nothing of the run, so only kill_descendants can find it."""
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import sys
 import time
 import uuid
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -56,10 +58,11 @@ def _stand_in(bin_dir: Path, marker: str) -> None:
     (bin_dir / "python3").chmod(0o755)
 
 
-def test_sigterm_to_a_cpu_recipe_stops_the_command_it_was_running(tmp_path):
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+def test_sigterm_to_a_recipe_stops_the_command_it_was_running(tmp_path, device):
     marker = f"agentic_verl_trainer_{uuid.uuid4().hex}"
     _stand_in(tmp_path / "bin", marker)
-    env = {**os.environ, "AGENTIC_VERL_DEVICE": "cpu", "MODEL_PATH": "/m", "CPU_RAY_TMPDIR": str(tmp_path / "ray"),
+    env = {**os.environ, "AGENTIC_VERL_DEVICE": device, "MODEL_PATH": "/m", "CPU_RAY_TMPDIR": str(tmp_path / "ray"),
            "PATH": os.pathsep.join([str(tmp_path / "bin"), os.path.dirname(sys.executable), os.environ["PATH"]])}
     returncode, survivors = _start_then_terminate(["bash", "recipes/rag_r1/grpo.sh"], env, marker,
                                                   tmp_path / "log.txt")
