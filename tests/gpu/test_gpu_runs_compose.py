@@ -18,6 +18,7 @@ from gpu_recipe_runner import (
     grpo_args,
     grpo_ast_args,
     grpo_click_args,
+    on_megatron,
     ppo_args,
     recorded_launch,
     recorded_overrides,
@@ -104,6 +105,36 @@ def test_sft_run_composes_as_a_one_gpu_run(tiny_model_dir, tmp_path, monkeypatch
     config = _compose_sft(*recorded_launch("rag_r1/sft.sh", tmp_path, env, overrides))
     _one_gpu_sft(config, tiny_model_dir, batch=4)
     assert config.data.custom_cls.name == "PretokenizedSFTDataset"  # the recipe's default dataset
+
+
+# ---------------------------------------------------------------- Megatron (test_megatron_gpu.py)
+
+
+def test_megatron_grpo_run_composes_as_a_one_gpu_megatron_run(tiny_model_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENTIC_VERL_DEVICE", "cpu")
+    env, overrides = on_megatron(grpo_args(tiny_model_dir, (tmp_path / "train.parquet", tmp_path / "test.parquet"),
+                                           "http://127.0.0.1:8123", tmp_path, "/tmp/avray_x"))
+    launch = recorded_overrides("rag_r1/grpo.sh", tmp_path, env, overrides)
+    assert "model_engine=megatron" in launch
+    config = _compose("ppo_trainer", launch)
+    _one_gpu_rl(config)
+    for role in (config.actor_rollout_ref.actor, config.actor_rollout_ref.ref):
+        assert role.strategy == "megatron", role.strategy
+        sizes = (role.megatron.tensor_model_parallel_size, role.megatron.pipeline_model_parallel_size,
+                 role.megatron.context_parallel_size)
+        assert sizes == (1, 1, 1), sizes
+    assert config.actor_rollout_ref.rollout.agent.default_agent_loop == "rag_r1"
+
+
+def test_megatron_sft_run_composes_as_a_one_gpu_megatron_run(tiny_model_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENTIC_VERL_DEVICE", "cpu")
+    env, overrides = on_megatron(sft_args(tiny_model_dir, tmp_path / "train.parquet", tmp_path))
+    module, launch = recorded_launch("rag_r1/sft.sh", tmp_path, env, overrides)
+    config = _compose_sft(module, launch)
+    _one_gpu_sft(config, tiny_model_dir, batch=4)
+    assert config.engine._target_ == "verl.workers.config.McoreEngineConfig", config.engine._target_
+    assert config.optim._target_ == "verl.workers.config.McoreOptimizerConfig", config.optim._target_
+    assert (config.engine.tensor_model_parallel_size, config.engine.pipeline_model_parallel_size) == (1, 1)
 
 
 # ---------------------------------------------------------------- FunReason (test_funreason_gpu.py)

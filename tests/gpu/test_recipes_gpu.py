@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 
-import pandas as pd
 import pytest
 from gpu_recipe_runner import (
     GPU_RUN_MARKS,
@@ -20,6 +19,7 @@ from gpu_recipe_runner import (
     cuda_available,
     grpo_args,
     ppo_args,
+    pretokenized_sft_parquet,
     run_recipe_on_gpu,
     sft_args,
     short_ray_dir,
@@ -62,27 +62,8 @@ def test_ppo_recipe_with_critic_two_steps_on_cuda(tiny_model_dir, retrieval_serv
         assert "critic/vf_loss" in m and math.isfinite(m["critic/vf_loss"]), m
 
 
-def _pretokenized_parquet(path, model_dir):
-    """The recipe's default SFT dataset (PretokenizedSFTDataset): input_ids + loss_mask, the answer trained on."""
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    rows = []
-    for question, answer in [("Who wrote Hamlet?", "<answer> William Shakespeare </answer>"),
-                             ("What is the capital of Japan?", "<answer> Tokyo </answer>"),
-                             ("Who developed the theory of relativity?", "<answer> Albert Einstein </answer>"),
-                             ("In which city was Mozart born?", "<answer> Salzburg </answer>")]:
-        prompt = tokenizer.apply_chat_template([{"role": "user", "content": question}], add_generation_prompt=True,
-                                               tokenize=False)
-        prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-        answer_ids = tokenizer(answer, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-        rows.append({"input_ids": prompt_ids + answer_ids, "loss_mask": [0] * len(prompt_ids) + [1] * len(answer_ids)})
-    pd.DataFrame(rows).to_parquet(path, index=False)
-    return path
-
-
 def test_sft_recipe_two_steps_on_cuda(tiny_model_dir, tmp_path):
-    train = _pretokenized_parquet(tmp_path / "train.parquet", tiny_model_dir)
+    train = pretokenized_sft_parquet(tmp_path / "train.parquet", tiny_model_dir)
     run = run_recipe_on_gpu("rag_r1/sft.sh", tmp_path, *sft_args(tiny_model_dir, train, tmp_path))
     print(f"sft on cuda: {run.seconds:.1f}s")
     assert_sft_trained(run)
