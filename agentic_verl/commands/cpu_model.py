@@ -23,6 +23,9 @@ def register(subparsers) -> None:
                         help="tiny-vl: keep the Qwen tokenizer's first N BPE tokens (default: all 151643)")
     parser.add_argument("--hidden-size", type=int, default=64, help="tiny-vl: the language model's hidden size")
     parser.add_argument("--layers", type=int, default=2, help="tiny-vl: the language model's layers")
+    parser.add_argument("--vision-hidden-size", type=int, default=32,
+                        help="tiny-vl: the vision tower's hidden size (32 keeps about half of a widget's colour: "
+                             "docs/measurements.md, V2P miniature)")
     parser.add_argument("--seed", type=int, default=0, help="tiny-vl: the random weights' seed")
     parser.set_defaults(handler=run)
 
@@ -34,7 +37,7 @@ def run(args) -> int:
         path = smollm2_hf_dir(dtype=args.dtype, force=args.force)
     elif args.which == "tiny-vl":
         path = _tiny_vl(args.out, args.dtype, args.force, vocab=args.vocab, hidden_size=args.hidden_size,
-                        num_layers=args.layers, seed=args.seed)
+                        num_layers=args.layers, seed=args.seed, vision_hidden=args.vision_hidden_size)
     else:
         if not args.out:
             raise ValueError("cpu-model tiny needs --out DIR")
@@ -44,7 +47,7 @@ def run(args) -> int:
 
 
 def _tiny_vl(out, dtype: str, force: bool, vocab: int | None = None, hidden_size: int = 64, num_layers: int = 2,
-             seed: int = 0):
+             seed: int = 0, vision_hidden: int = 32):
     """The tiny Qwen2.5-VL folder; an existing complete one with the same settings (its marker file, written last)
     is reused."""
     import json
@@ -54,12 +57,15 @@ def _tiny_vl(out, dtype: str, force: bool, vocab: int | None = None, hidden_size
     from agentic_verl.v2p.tiny import make_tiny_qwen2_5_vl
 
     shape = "" if (vocab, hidden_size, num_layers) == (None, 64, 2) else f"-v{vocab}-h{hidden_size}-l{num_layers}"
+    shape += "" if vision_hidden == 32 else f"-vh{vision_hidden}"
     folder = Path(out) if out else cache_dir() / "models" / f"tiny-qwen2_5_vl-{dtype}{shape}-seed{seed}"
     marker = folder / "agentic_verl_tiny.json"
-    wanted = {"seed": seed, "vocab": vocab, "hidden_size": hidden_size, "num_layers": num_layers}
-    defaults = {"vocab": None, "hidden_size": 64, "num_layers": 2}  # markers written before these settings existed
+    wanted = {"seed": seed, "vocab": vocab, "hidden_size": hidden_size, "num_layers": num_layers,
+              "vision_hidden": vision_hidden}
+    # markers written before these settings existed
+    defaults = {"vocab": None, "hidden_size": 64, "num_layers": 2, "vision_hidden": 32}
     built = {**defaults, **json.loads(marker.read_text())} if marker.is_file() else None
     if force or built is None or any(built.get(k) != v for k, v in wanted.items()):
         make_tiny_qwen2_5_vl(folder, seed=seed, dtype=dtype, vocab=vocab, hidden_size=hidden_size,
-                             num_layers=num_layers)
+                             num_layers=num_layers, vision_hidden=vision_hidden)
     return folder

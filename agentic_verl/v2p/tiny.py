@@ -117,7 +117,7 @@ def tiny_qwen2_5_vl_config(vocab_size: int, hidden_size: int = 64, num_layers: i
 
 
 def make_tiny_qwen2_5_vl(out: str | os.PathLike, seed: int = 0, hidden_size: int = 64, num_layers: int = 2,
-                         dtype: str = "float32", vocab: int | None = None) -> Path:
+                         dtype: str = "float32", vocab: int | None = None, vision_hidden: int = 32) -> Path:
     """Save a random tiny Qwen2.5-VL + its processor to `out` (a transformers folder); returns the path.
     `vocab`: cut the tokenizer to its first `vocab` BPE tokens (module docstring)."""
     import torch
@@ -126,7 +126,8 @@ def make_tiny_qwen2_5_vl(out: str | os.PathLike, seed: int = 0, hidden_size: int
     out = Path(out)
     processor = qwen2_5_vl_processor(qwen_tokenizer(vocab))
     tokenizer = processor.tokenizer
-    config = tiny_qwen2_5_vl_config(len(tokenizer), hidden_size=hidden_size, num_layers=num_layers)
+    config = tiny_qwen2_5_vl_config(len(tokenizer), hidden_size=hidden_size, num_layers=num_layers,
+                                    vision_hidden=vision_hidden)
     config.text_config.bos_token_id = tokenizer.bos_token_id
     config.text_config.eos_token_id = tokenizer.eos_token_id
     config.text_config.pad_token_id = tokenizer.pad_token_id
@@ -141,5 +142,6 @@ def make_tiny_qwen2_5_vl(out: str | os.PathLike, seed: int = 0, hidden_size: int
     model.save_pretrained(out)
     processor.save_pretrained(out)
     (out / "agentic_verl_tiny.json").write_text(json.dumps({"arch": "qwen2_5_vl", "seed": seed, "vocab": vocab,
-                                                           "hidden_size": hidden_size, "num_layers": num_layers}))
+                                                           "hidden_size": hidden_size, "num_layers": num_layers,
+                                                           "vision_hidden": vision_hidden}))
     return out

@@ -64,7 +64,8 @@ def test_the_tiny_model_with_a_cut_vocabulary_sees_and_generates(tmp_path, scree
         out = model.generate(**inputs, max_new_tokens=4, do_sample=False)
     assert out.shape[1] == inputs["input_ids"].shape[1] + 4 and int(out.max()) < 1026
     marker = json.loads((folder / "agentic_verl_tiny.json").read_text())
-    assert marker == {"arch": "qwen2_5_vl", "seed": 3, "vocab": 1000, "hidden_size": 64, "num_layers": 2}
+    assert marker == {"arch": "qwen2_5_vl", "seed": 3, "vocab": 1000, "hidden_size": 64, "num_layers": 2,
+                      "vision_hidden": 32}
 
     pointer = make_pointer_model(folder, tmp_path / "v2p")
     config = json.loads((pointer / "config.json").read_text())
@@ -81,6 +82,8 @@ def test_cpu_model_tiny_vl_rebuilds_only_on_new_settings(tmp_path):
     assert (folder / "model.safetensors").stat().st_mtime_ns == stamp  # reused
     _tiny_vl(tmp_path / "m", "float32", False, vocab=1000, seed=2)
     assert json.loads((folder / "agentic_verl_tiny.json").read_text())["seed"] == 2  # rebuilt for the new seed
+    _tiny_vl(tmp_path / "m", "float32", False, vocab=1000, seed=2, vision_hidden=64)  # rebuilt: a wider vision tower
+    assert json.loads((folder / "config.json").read_text())["vision_config"]["hidden_size"] == 64
 
 
 def test_the_eval_prompt_is_the_one_verl_trains_on(tiny_vl_dir, screens):
