@@ -74,14 +74,25 @@ def write_rag_r1_data(out_dir: Path, n: int = 4) -> tuple[Path, Path]:
     return train, test
 
 
-def run_in_own_process_group(command: list[str], env: dict[str, str], log_path: Path, timeout_s: int) -> int:
+def run_in_own_process_group(command: list[str], env: dict[str, str], log_path: Path, timeout_s: int,
+                             terminate_when=None) -> int:
     """Run `command` from the repository root as its own process group, output to `log_path`; past `timeout_s`
-    (a failed weight receiver hangs verl's sender forever) the whole group is killed. Returns the exit code."""
+    (a failed weight receiver hangs verl's sender forever) the whole group is killed. With `terminate_when` (a
+    function polled every 0.5 s), SIGTERM goes to the command's own process once it returns True, as `kill PID`
+    (a scheduler, a closed terminal) does. Returns the exit code."""
     with open(log_path, "w") as log:
         proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
+        deadline = time.monotonic() + timeout_s
         try:
-            return proc.wait(timeout=timeout_s)
+            while terminate_when is not None and proc.poll() is None and time.monotonic() < deadline:
+                if terminate_when():
+                    log.write("\n[test harness] SIGTERM to the recipe's shell\n")
+                    log.flush()
+                    proc.send_signal(signal.SIGTERM)
+                    break
+                time.sleep(0.5)
+            return proc.wait(timeout=max(1.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             returncode = proc.wait()
@@ -89,12 +100,15 @@ def run_in_own_process_group(command: list[str], env: dict[str, str], log_path: 
             return returncode
 
 
-def run_recipe(recipe: str, work: Path, env: dict[str, str], overrides: list[str], timeout_s: int = 900) -> RecipeRun:
+def run_recipe(recipe: str, work: Path, env: dict[str, str], overrides: list[str], timeout_s: int = 900,
+               sigterm_after_step: int | None = None) -> RecipeRun:
     """`AGENTIC_VERL_DEVICE=cpu bash recipes/<recipe> <overrides>` with logs, Ray and checkpoints under `work`.
 
     The run is its own process group: past `timeout_s` (a failed weight receiver hangs verl's sender forever) the
-    whole group is killed. Afterwards `leftovers` lists what the recipe left behind (its exit trap should leave
-    nothing): processes naming its Ray folder and orphaned /dev/shm segments; they are then removed anyway."""
+    whole group is killed. `sigterm_after_step`: SIGTERM to the recipe's shell as soon as verl has logged that
+    step's metrics (the next step is under way). Afterwards `leftovers` lists what the recipe left behind (its exit
+    trap should leave nothing, however it ended): processes naming its Ray folder and orphaned /dev/shm segments;
+    they are then removed anyway."""
     from agentic_verl.cpu.cleanup import (
         cleanup_after_run,
         mapped_segments,
@@ -129,8 +143,14 @@ def run_recipe(recipe: str, work: Path, env: dict[str, str], overrides: list[str
     ]
     start = time.monotonic()
     log_path = work / "run.log"
+    def step_logged() -> bool:
+        lines = metrics_path.read_text().splitlines() if metrics_path.exists() else []
+        return any(json.loads(line)["data"].get("training/global_step") == sigterm_after_step
+                   for line in lines if line.endswith("}"))
+
     returncode = run_in_own_process_group(["bash", str(REPO / "recipes" / recipe), *common, *overrides], full_env,
-                                          log_path, timeout_s)
+                                          log_path, timeout_s,
+                                          terminate_when=step_logged if sigterm_after_step else None)
     seconds = time.monotonic() - start
     before = set(shm_snapshot.read_text().split())
     leftovers = [f"process {pid}" for pid in processes_mentioning(ray_dir)]

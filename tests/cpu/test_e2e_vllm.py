@@ -211,24 +211,32 @@ def test_grpo_through_verls_vllm_rollout_on_cpu_and_fail_fast_when_the_server_di
     assert any(c.get("failure") is None and "Doc" in str(c.get("result", "")) for c in calls), calls[:3]
 
 
-def test_ppo_with_critic_negative_control_without_weight_sync(tiny_llama_dir, retrieval_server, few_shot_data,
-                                                              tmp_path):
+def test_ppo_with_critic_negative_control_without_weight_sync_then_sigterm_mid_run(tiny_llama_dir, retrieval_server,
+                                                                                   few_shot_data, tmp_path):
     """PPO with the GAE critic on verl's vLLM rollout, every sync after the initial load received and dropped inside
     vLLM (AGENTIC_VERL_SKIP_WEIGHT_SYNC=1): the agreement check holds at step 1 (same weights) and must fail at
     step 2, once the actor has moved. The random tiny model never answers right, so the test-only varied reward
     gives non-zero advantages (the actor must move). The tiny llama over SmolLM2's 49k-token vocabulary, not the
-    151k-token tiny Qwen2: only the sync is under test here, and each logit costs a third."""
+    151k-token tiny Qwen2: only the sync is under test here, and each logit costs a third.
+
+    The same run then checks the recipes' SIGTERM cleanup on a real run (one run for both: each Ray + vLLM start
+    costs minutes of make test): once step 2 is logged, step 3 is under way (Ray's workers, vLLM's server and its
+    /dev/shm queues all live) and the recipe's shell gets SIGTERM, as from a scheduler; afterwards no process of the
+    run's Ray session and no new /dev/shm segment may be left (run.leftovers, checked by run_recipe)."""
     train, test = few_shot_data
     run = run_recipe("rag_r1/ppo.sh", tmp_path, {
         **RUN, "MODEL_PATH": str(tiny_llama_dir), "TRAIN_FILE": str(train), "VAL_FILE": str(test),
         "RETRIEVAL_URL": retrieval_server.url, "AGENTIC_VERL_SKIP_WEIGHT_SYNC": "1", "ROLLOUT_N": "1",
-        "MICRO_BATCH_SIZE": "2",
+        "MICRO_BATCH_SIZE": "2", "TOTAL_TRAINING_STEPS": "4",
     }, [*LOOP, f"reward.custom_reward_function.path={HERE / 'varied_reward.py'}", "critic.optim.lr=1e-3"],
-        timeout_s=900)
+        timeout_s=900, sigterm_after_step=2)
     print(f"vllm ppo negative control: {run.seconds:.1f}s")
-    _assert_ran(run, steps=2)
+    assert "[test harness] SIGTERM to the recipe's shell" in run.log, run.tail()
+    assert run.returncode != 0, run.tail()  # stopped by the signal, not finished
+    assert [m["training/global_step"] for m in run.metrics] == [1, 2], run.tail()
+    assert run.leftovers == [], run.leftovers  # nothing left by the SIGTERM mid-step
     assert all("critic/vf_loss" in m and "critic/values/mean" in m for m in run.metrics)
-    assert [s["skipped"] for s in run.syncs] == [False, True, True]
+    assert [s["skipped"] for s in run.syncs[:3]] == [False, True, True]
     assert len({s["checksum"] for s in run.syncs}) == 1  # vLLM kept the initial weights
     first, second = run.metrics
     assert weights_in_sync(first)
