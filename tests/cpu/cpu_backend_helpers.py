@@ -59,6 +59,33 @@ class RecipeRun:
         return self.log[-n:]
 
 
+# Four short QA conversations: the SFT runs' training data (tests/cpu/test_sft.py, tests/gpu)
+SFT_CONVERSATIONS = [
+    ("Who wrote Hamlet?", "<answer> William Shakespeare </answer>"),
+    ("What is the capital of Japan?", "<answer> Tokyo </answer>"),
+    ("Who developed the theory of relativity?", "<answer> Albert Einstein </answer>"),
+    ("In which city was Mozart born?", "<answer> Salzburg </answer>"),
+]
+
+
+def pretokenized_sft_parquet(path: Path, model_dir: Path) -> Path:
+    """SFT_CONVERSATIONS as the recipes' default SFT dataset (PretokenizedSFTDataset): input_ids + loss_mask, the
+    answer (and the end of turn) trained on, the prompt not."""
+    import pandas as pd
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    rows = []
+    for question, answer in SFT_CONVERSATIONS:
+        prompt = tokenizer.apply_chat_template([{"role": "user", "content": question}], add_generation_prompt=True,
+                                               tokenize=False)
+        prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        answer_ids = tokenizer(answer, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        rows.append({"input_ids": prompt_ids + answer_ids, "loss_mask": [0] * len(prompt_ids) + [1] * len(answer_ids)})
+    pd.DataFrame(rows).to_parquet(path, index=False)
+    return path
+
+
 def write_rag_r1_data(out_dir: Path, n: int = 4) -> tuple[Path, Path]:
     """rag_r1 parquet for questions the tests' tiny corpus answers (tests/retrieval/conftest.py)."""
     from agentic_verl.data.rag_r1_parquet import to_rows, write_parquet

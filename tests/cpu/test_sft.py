@@ -12,35 +12,14 @@ import tempfile
 
 import pandas as pd
 import pytest
-from cpu_backend_helpers import REPO
+from cpu_backend_helpers import REPO, SFT_CONVERSATIONS, pretokenized_sft_parquet
 
 pytestmark = pytest.mark.slow
 
-CONVERSATIONS = [
-    ("Who wrote Hamlet?", "<answer> William Shakespeare </answer>"),
-    ("What is the capital of Japan?", "<answer> Tokyo </answer>"),
-    ("Who developed the theory of relativity?", "<answer> Albert Einstein </answer>"),
-    ("In which city was Mozart born?", "<answer> Salzburg </answer>"),
-]
 
 
 def _messages_parquet(path):
-    rows = [{"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]} for q, a in CONVERSATIONS]
-    pd.DataFrame(rows).to_parquet(path, index=False)
-    return path
-
-
-def _pretokenized_parquet(path, model_dir):
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    rows = []
-    for question, answer in CONVERSATIONS:
-        prompt = tokenizer.apply_chat_template([{"role": "user", "content": question}], add_generation_prompt=True,
-                                               tokenize=False)
-        prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-        answer_ids = tokenizer(answer, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-        rows.append({"input_ids": prompt_ids + answer_ids, "loss_mask": [0] * len(prompt_ids) + [1] * len(answer_ids)})
+    rows = [{"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]} for q, a in SFT_CONVERSATIONS]
     pd.DataFrame(rows).to_parquet(path, index=False)
     return path
 
@@ -50,7 +29,7 @@ def test_sft_trainer_two_steps(dataset, tiny_model_dir, tmp_path):
     if dataset == "messages":
         train, env = _messages_parquet(tmp_path / "train.parquet"), {"SFT_DATASET_PATH": "null", "SFT_DATASET_NAME": "null"}
     else:
-        train, env = _pretokenized_parquet(tmp_path / "train.parquet", tiny_model_dir), {}
+        train, env = pretokenized_sft_parquet(tmp_path / "train.parquet", tiny_model_dir), {}
     metrics_path = tmp_path / "metrics.jsonl"
     env = {
         **os.environ, **env,

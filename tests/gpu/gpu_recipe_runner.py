@@ -205,26 +205,6 @@ def sft_args(model_dir: Path, train: Path, work: Path) -> tuple[dict[str, str], 
     return env, overrides
 
 
-def pretokenized_sft_parquet(path: Path, model_dir: Path) -> Path:
-    """The recipe's default SFT dataset (PretokenizedSFTDataset): input_ids + loss_mask, the answer trained on."""
-    import pandas as pd
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    rows = []
-    for question, answer in [("Who wrote Hamlet?", "<answer> William Shakespeare </answer>"),
-                             ("What is the capital of Japan?", "<answer> Tokyo </answer>"),
-                             ("Who developed the theory of relativity?", "<answer> Albert Einstein </answer>"),
-                             ("In which city was Mozart born?", "<answer> Salzburg </answer>")]:
-        prompt = tokenizer.apply_chat_template([{"role": "user", "content": question}], add_generation_prompt=True,
-                                               tokenize=False)
-        prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-        answer_ids = tokenizer(answer, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-        rows.append({"input_ids": prompt_ids + answer_ids, "loss_mask": [0] * len(prompt_ids) + [1] * len(answer_ids)})
-    pd.DataFrame(rows).to_parquet(path, index=False)
-    return path
-
-
 # FunReason and V2P (tests/gpu/test_funreason_gpu.py, test_v2p_gpu.py)
 
 def grpo_ast_args(model_dir: Path, train: Path, work: Path, ray_dir: str) -> tuple[dict[str, str], list[str]]:

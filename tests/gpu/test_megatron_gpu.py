@@ -10,6 +10,7 @@ and validated as verl's trainers validate them (tests/gpu/test_gpu_runs_compose.
 from __future__ import annotations
 
 import pytest
+from cpu.cpu_backend_helpers import pretokenized_sft_parquet  # tests/ is on sys.path
 from gpu_recipe_runner import (
     GPU_RUN_MARKS,
     assert_rl_trained,
@@ -17,7 +18,6 @@ from gpu_recipe_runner import (
     grpo_args,
     megatron_missing,
     on_megatron,
-    pretokenized_sft_parquet,
     run_recipe_on_gpu,
     sft_args,
     short_ray_dir,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from cpu.cpu_backend_helpers import pretokenized_sft_parquet  # tests/ is on sys.path
 from gpu_recipe_runner import (
     GPU_RUN_MARKS,
     GpuRun,
@@ -19,7 +20,6 @@ from gpu_recipe_runner import (
     cuda_available,
     grpo_args,
     ppo_args,
-    pretokenized_sft_parquet,
     run_recipe_on_gpu,
     sft_args,
     short_ray_dir,
