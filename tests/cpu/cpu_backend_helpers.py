@@ -101,6 +101,13 @@ def write_rag_r1_data(out_dir: Path, n: int = 4) -> tuple[Path, Path]:
     return train, test
 
 
+def step_logged(metrics_path: Path, step: int) -> bool:
+    """Whether verl's file logger has written training step `step`'s metrics to `metrics_path` (a line still being
+    written is not read)."""
+    lines = metrics_path.read_text().splitlines() if metrics_path.exists() else []
+    return any(json.loads(line)["data"].get("training/global_step") == step for line in lines if line.endswith("}"))
+
+
 def run_in_own_process_group(command: list[str], env: dict[str, str], log_path: Path, timeout_s: int,
                              terminate_when=None) -> int:
     """Run `command` from the repository root as its own process group, output to `log_path`; past `timeout_s`
@@ -170,14 +177,9 @@ def run_recipe(recipe: str, work: Path, env: dict[str, str], overrides: list[str
     ]
     start = time.monotonic()
     log_path = work / "run.log"
-    def step_logged() -> bool:
-        lines = metrics_path.read_text().splitlines() if metrics_path.exists() else []
-        return any(json.loads(line)["data"].get("training/global_step") == sigterm_after_step
-                   for line in lines if line.endswith("}"))
-
+    after_step = (lambda: step_logged(metrics_path, sigterm_after_step)) if sigterm_after_step else None
     returncode = run_in_own_process_group(["bash", str(REPO / "recipes" / recipe), *common, *overrides], full_env,
-                                          log_path, timeout_s,
-                                          terminate_when=step_logged if sigterm_after_step else None)
+                                          log_path, timeout_s, terminate_when=after_step)
     seconds = time.monotonic() - start
     before = set(shm_snapshot.read_text().split())
     leftovers = [f"process {pid}" for pid in processes_mentioning(ray_dir)]

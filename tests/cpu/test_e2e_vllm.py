@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from cpu_backend_helpers import FEW_SHOT, HERE, RecipeRun, run_recipe, weights_in_sync
+from cpu_backend_helpers import FEW_SHOT, HERE, RecipeRun, run_recipe, step_logged, weights_in_sync
 
 pytestmark = pytest.mark.slow
 
@@ -111,8 +111,7 @@ class StopServerAfterStep(threading.Thread):
 
     def run(self) -> None:
         while not self.done.is_set():
-            lines = self.metrics_path.read_text().splitlines() if self.metrics_path.exists() else []
-            if any(json.loads(line)["data"].get("training/global_step") == self.step for line in lines if line):
+            if step_logged(self.metrics_path, self.step):
                 metrics = httpx.get(self.server.url + "/metrics", timeout=10).json()
                 self.requests_before_stop = metrics["requests"]["total"]
                 self.server.stop()
