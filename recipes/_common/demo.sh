@@ -86,6 +86,9 @@ progress() { # progress PREFIX KEY...: verl's console "step:N - k:v - ..." lines
 
 run_logged() { # run_logged LOG FILTER... -- CMD...: full output to LOG, the filter's lines to the terminal
     local log=$1; shift; local filter=(); while [[ "$1" != "--" ]]; do filter+=("$1"); shift; done; shift
-    set +e; "$@" > >(tee "$log" | "${filter[@]}") 2>&1; local rc=$?; set -e; sleep 0.2
+    # A pipeline, not `"$@" > >(tee ...)`: bash forks a process substitution from the command's own process, so tee
+    # was a child of the recipe's shell, whose exit trap (kill_descendants $$) killed it; the trap's next write (the
+    # CPU cleanup's report) then hit a broken pipe, and the demos' GRPO stages failed after training (exit 1).
+    set +e; "$@" 2>&1 | tee "$log" | "${filter[@]}"; local rc=${PIPESTATUS[0]}; set -e
     if [[ $rc != 0 ]]; then echo "FAILED (exit $rc): $*  -- last lines of $log:"; tail -n 30 "$log"; exit "$rc"; fi
 }

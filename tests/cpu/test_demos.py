@@ -121,3 +121,23 @@ def test_common_run_logged_keeps_the_log_and_exits_with_the_commands_code(tmp_pa
     assert (tmp_path / "ok.log").read_text() == "shown\nhidden\n"
     assert "FAILED (exit 7)" in proc.stdout
     assert proc.stdout.splitlines().count("step one") == 2  # the filter's line, then the log's tail
+
+
+def test_common_run_logged_survives_a_recipe_whose_exit_trap_ends_its_descendants(tmp_path):
+    # Every recipe's shell traps EXIT with kill_descendants $$ (recipes/_common/proc.sh). With `cmd > >(tee ...)` the
+    # tee was the recipe's child: the trap killed it and the trap's next line died of a broken pipe (the demo's
+    # GRPO stage exited 1 after a finished run, its last lines lost).
+    recipe = tmp_path / "recipe.sh"
+    recipe.write_text(f"""set -euo pipefail
+source {REPO / 'recipes' / '_common' / 'proc.sh'}
+trap 'kill_descendants $$; echo cleanup report' EXIT
+echo trained
+""")
+    proc = _run_common(f"""
+        demo_begin 1
+        run_logged {tmp_path / 'run.log'} cat -- bash {recipe}
+        echo "after the stage"
+    """, tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "run.log").read_text() == "trained\ncleanup report\n"
+    assert "after the stage" in proc.stdout
