@@ -17,7 +17,6 @@ from cpu_backend_helpers import REPO, SFT_CONVERSATIONS, pretokenized_sft_parque
 pytestmark = pytest.mark.slow
 
 
-
 def _messages_parquet(path):
     rows = [{"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]} for q, a in SFT_CONVERSATIONS]
     pd.DataFrame(rows).to_parquet(path, index=False)
