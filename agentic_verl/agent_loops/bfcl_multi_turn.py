@@ -65,6 +65,7 @@ from agentic_verl.agent_loops._common import (
 )
 from agentic_verl.agent_loops.function_call import classify
 from agentic_verl.agent_loops.prompts import ADDED_FUNCTIONS_FORMATS, bfcl_added_functions_message
+from agentic_verl.agent_loops.sampling_seeds import TrajectorySeeds, start_trajectory
 from agentic_verl.agent_loops.trace import TrajectoryTrace
 from agentic_verl.rewards.bfcl import multi_turn as bfcl_mt_reward
 from agentic_verl.rewards.bfcl.multi_turn_entry import BfclEntry, parse_entry
@@ -166,6 +167,7 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
         self._eos_ids = eos_token_ids(self.tokenizer)
 
     async def run(self, sampling_params: dict[str, Any], **kwargs) -> AgentLoopOutput:
+        seeds = start_trajectory(self.rollout_config, kwargs)  # before any await: batch order names the sample
         extra_info = kwargs.get("extra_info") or {}
         cfg = resolve_config(BfclMultiTurnConfig, NAME, self.rollout_config, self._loop_kwargs, extra_info)
         entry = parse_entry(extra_info)
@@ -182,7 +184,8 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
                                                  involved_classes=entry.involved_classes,
                                                  long_context=entry.long_context)
         try:
-            output = await self._run_session(client, session_id, cfg, entry, messages, prompt_ids, sampling_params)
+            output = await self._run_session(client, session_id, cfg, entry, messages, prompt_ids, sampling_params,
+                                            seeds)
         except BaseException:  # errors and cancellation: close, and let the original exception through
             try:
                 await asyncio.shield(client.close(session_id))
@@ -210,7 +213,8 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
 
     # -- the protocol ---------------------------------------------------------------------------------
     async def _run_session(self, client, session_id: str, cfg: BfclMultiTurnConfig, entry: BfclEntry,
-                           messages: list[dict], prompt_ids: list[int], sampling_params: dict) -> AgentLoopOutput:
+                           messages: list[dict], prompt_ids: list[int], sampling_params: dict,
+                           seeds: TrajectorySeeds) -> AgentLoopOutput:
         request_id = uuid4().hex
         trace = TrajectoryTrace(request_id, agent_name=self.agent_name)
         traj = Trajectory(prompt_ids, self.response_length)
@@ -241,7 +245,7 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
                 started = time.perf_counter()
                 output = await self.server_manager.generate(
                     request_id=request_id, prompt_ids=traj.prompt_ids + traj.response_ids,
-                    sampling_params={**sampling_params, "max_tokens": max_tokens})
+                    sampling_params=seeds.params({**sampling_params, "max_tokens": max_tokens}))
                 latency = time.perf_counter() - started
                 timing["generate_sequences"] += latency
                 merge_server_extra_fields(server_fields, output)

@@ -41,6 +41,7 @@ from agentic_verl.agent_loops._common import (
     resolve_config,
 )
 from agentic_verl.agent_loops.prompts import bfcl_system_prompt
+from agentic_verl.agent_loops.sampling_seeds import start_trajectory
 from agentic_verl.agent_loops.trace import TrajectoryTrace
 from agentic_verl.rewards.bfcl.decode import DecodeError, decode, strip_reasoning
 
@@ -120,6 +121,7 @@ class FunctionCallAgentLoop(AgentLoopBase):
         self._eos_ids = eos_token_ids(self.tokenizer)
 
     async def run(self, sampling_params: dict[str, Any], **kwargs) -> AgentLoopOutput:
+        sampling_params = start_trajectory(self.rollout_config, kwargs).params(sampling_params)  # before any await
         extra_info = kwargs.get("extra_info") or {}
         cfg = resolve_config(FunctionCallConfig, NAME, self.rollout_config, self._loop_kwargs, extra_info)
         language = str(extra_info.get("language") or cfg.language)

@@ -37,6 +37,7 @@ from agentic_verl.agent_loops._common import (
     pop_config_kwargs,
     resolve_config,
 )
+from agentic_verl.agent_loops.sampling_seeds import start_trajectory
 from agentic_verl.agent_loops.trace import TrajectoryTrace
 from agentic_verl.rewards.gui import QWEN25VL_MAX_PIXELS, QWEN25VL_MIN_PIXELS, parse_click, smart_resize
 
@@ -134,6 +135,7 @@ class GuiGroundingAgentLoop(AgentLoopBase):
         return int(low or QWEN25VL_MIN_PIXELS), int(high or QWEN25VL_MAX_PIXELS)
 
     async def run(self, sampling_params: dict[str, Any], **kwargs) -> AgentLoopOutput:
+        sampling_params = start_trajectory(self.rollout_config, kwargs).params(sampling_params)  # before any await
         extra_info = kwargs.get("extra_info") or {}
         cfg = resolve_config(GuiGroundingConfig, NAME, self.rollout_config, self._loop_kwargs, extra_info)
         messages = list(kwargs["raw_prompt"])

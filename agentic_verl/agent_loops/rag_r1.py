@@ -68,6 +68,7 @@ from agentic_verl.agent_loops.rag_r1_protocol import (  # noqa: F401 (re-exporte
     parse_action,
     split_queries,
 )
+from agentic_verl.agent_loops.sampling_seeds import start_trajectory
 from agentic_verl.agent_loops.trace import TrajectoryTrace
 from agentic_verl.fail_fast import SEARCH_FAILURES, SearchFailFastError  # noqa: F401 (re-exported)
 from agentic_verl.retrieval.client import RetrievalClient, RetrievalError
@@ -202,6 +203,7 @@ class RagR1AgentLoop(AgentLoopBase):
 
     # -- the loop ---------------------------------------------------------------------------------
     async def run(self, sampling_params: dict[str, Any], **kwargs) -> AgentLoopOutput:
+        seeds = start_trajectory(self.rollout_config, kwargs)  # before any await: batch order names the sample
         extra_info = kwargs.get("extra_info")
         require_agreement("mode", NAME, self.rollout_config, self._loop_kwargs, extra_info, hint=_MODE_HINT)
         cfg = resolve_config(RagR1Config, NAME, self.rollout_config, self._loop_kwargs, extra_info)
@@ -224,7 +226,7 @@ class RagR1AgentLoop(AgentLoopBase):
             if max_tokens <= 0:
                 out_of_budget = True
                 break
-            params = {**sampling_params, "max_tokens": max_tokens}
+            params = seeds.params({**sampling_params, "max_tokens": max_tokens})
             if cfg.server_stop_strings:
                 params["stop"] = list(STOP_TAGS)
             started = time.perf_counter()

@@ -51,6 +51,7 @@ class SamplingParams:
     stop: tuple[str, ...] = ()  # stop strings (needs a tokenizer); the token completing one is returned
     ignore_eos: bool = False
     logprobs: bool = True
+    seed: int | None = None  # this request's own sampling generator (None: the engine's shared one)
 
     @classmethod
     def from_dict(cls, params: Mapping[str, Any] | None) -> SamplingParams:
@@ -70,6 +71,7 @@ class SamplingParams:
             stop=(params["stop"],) if isinstance(params.get("stop"), str) else tuple(params.get("stop") or ()),
             ignore_eos=bool(params.get("ignore_eos", False)),
             logprobs=logprobs is not None and logprobs is not False,
+            seed=None if params.get("seed") is None else int(params["seed"]),
         )
 
 
@@ -93,6 +95,7 @@ class _Request:
     loop: asyncio.AbstractEventLoop
     generated: list[int] = field(default_factory=list)
     log_probs: list[float] = field(default_factory=list)
+    generator: torch.Generator | None = None  # from params.seed
 
 
 def _resolve(request: _Request, output: GenerationOutput | BaseException) -> None:
@@ -192,6 +195,8 @@ class HFGenerationEngine:
         budget = params.max_tokens if params.max_tokens is not None else (self.default_max_tokens or room)
         loop = asyncio.get_running_loop()
         request = _Request(prompt_ids, params, max(1, min(int(budget), room)), request_id, loop.create_future(), loop)
+        if params.seed is not None:
+            request.generator = torch.Generator(device=self.device).manual_seed(params.seed)
         self._ensure_scheduler(loop)
         self._pending.append(request)
         self._wakeup.set()
@@ -328,10 +333,23 @@ class HFGenerationEngine:
             top_p = [requests[row].params.top_p for row in sampled_rows.tolist()]
             if any(0 < k < candidates.shape[-1] for k in top_k) or any(p < 1.0 for p in top_p):
                 candidates = self._filter_top_k_top_p(candidates, top_k, top_p)
-            probs = torch.softmax(candidates, dim=-1)
-            tokens[sampled_rows] = torch.multinomial(probs, 1, generator=self._generator).flatten()
+            sampled = [requests[row] for row in sampled_rows.tolist()]
+            tokens[sampled_rows] = self._draw(torch.softmax(candidates, dim=-1), sampled)
         chosen = all_log_probs.gather(-1, tokens[:, None]).flatten()
         return tokens, chosen
+
+    def _draw(self, probs: torch.Tensor, requests: list[_Request]) -> torch.Tensor:
+        """One token per row of `probs`: seeded requests from their own generator (so a seed gives the same tokens
+        whatever else is in the batch), the others together from the engine's."""
+        drawn = torch.empty(len(requests), dtype=torch.long, device=probs.device)
+        shared = [i for i, request in enumerate(requests) if request.generator is None]
+        if shared:
+            index = torch.tensor(shared, device=probs.device)
+            drawn[index] = torch.multinomial(probs[index], 1, generator=self._generator).flatten()
+        for i, request in enumerate(requests):
+            if request.generator is not None:
+                drawn[i] = torch.multinomial(probs[i : i + 1], 1, generator=request.generator)[0, 0]
+        return drawn
 
     @staticmethod
     def _filter_top_k_top_p(logits: torch.Tensor, top_k: list[int], top_p: list[float]) -> torch.Tensor:

@@ -130,6 +130,7 @@ AGENTIC_VERL_DEVICE=cpu MODEL_PATH="$SFT_MODEL" DATA_DIR="$OUT/data" RETRIEVAL_U
         algorithm.rollout_correction.bypass_mode=True \
         trainer.default_local_dir="$OUT/ckpt/grpo" trainer.save_freq="$GRPO_STEPS" trainer.test_freq=-1 \
         trainer.val_before_train=False trainer.resume_mode=disable data.shuffle=False \
+        actor_rollout_ref.rollout.seed="$SEED" \
         'actor_rollout_ref.actor.checkpoint.save_contents=[hf_model]'
 RL_MODEL="$OUT/ckpt/grpo/global_step_$GRPO_STEPS/actor/huggingface"
 

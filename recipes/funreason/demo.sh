@@ -133,6 +133,7 @@ AGENTIC_VERL_DEVICE=cpu MODEL_PATH="$SRML_MODEL" TRAIN_FILE="$OUT/data/rl_train.
         algorithm.rollout_correction.bypass_mode=True \
         trainer.default_local_dir="$OUT/ckpt/grpo" trainer.save_freq="$GRPO_STEPS" trainer.test_freq=-1 \
         trainer.val_before_train=False trainer.resume_mode=disable data.seed="$SEED" \
+        actor_rollout_ref.rollout.seed="$SEED" \
         'actor_rollout_ref.actor.checkpoint.save_contents=[hf_model]'
 RL_MODEL="$OUT/ckpt/grpo/global_step_$GRPO_STEPS/actor/huggingface"
 

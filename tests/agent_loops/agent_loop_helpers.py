@@ -30,11 +30,13 @@ class EngineServer:
 
         self.calls.append({"prompt_ids": list(prompt_ids), "sampling_params": dict(sampling_params),
                            "image_data": image_data})
+        self.outputs.append(None)  # outputs[i] answers calls[i], whichever concurrent call finishes first
+        slot = len(self.outputs) - 1
         params = {k: v for k, v in sampling_params.items() if k != "stop"}  # act as a server without stop strings
         out = await self.engine.generate(list(prompt_ids), params, request_id=request_id)
         output = TokenOutput(token_ids=list(out.token_ids), log_probs=list(out.log_probs or []) or None,
                              stop_reason=out.stop_reason, extra_fields={"global_steps": 3})
-        self.outputs.append(output)
+        self.outputs[slot] = output
         return output
 
 

@@ -108,6 +108,8 @@ def test_two_turns_tokens_are_the_chat_template_of_bfcls_conversation(qwen_dir, 
     assert len(observation_texts(out, tok)) == 4  # 3 tool groups + the second user turn
     assert observation_texts(out, tok)[2].startswith("\n<|im_start|>user\nWhat is in that folder now?<|im_end|>\n")
     assert [c["sampling_params"]["max_tokens"] for c in server.calls][0] == 1024
+    seeds = [c["sampling_params"]["seed"] for c in server.calls]  # each step samples with its own seed
+    assert len(set(seeds)) == len(seeds) == 5
     assert "stop" not in server.calls[0]["sampling_params"]  # EOS ends a step
 
     record = out.extra_fields["bfcl_multi_turn"]

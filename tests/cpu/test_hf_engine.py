@@ -124,6 +124,16 @@ def test_sampling_params_filter_and_seed(tiny_model_dir):
     assert tokens.tolist() == [5]
 
 
+def test_a_request_seed_gives_the_same_samples_whatever_shares_its_batch(engine):
+    params = {"temperature": 1.0, "max_tokens": 8, "ignore_eos": True}
+    alone = _run(engine.generate(PROMPTS[2], {**params, "seed": 11}))[0]
+    crowded = _run(engine.generate(PROMPTS[0], params), engine.generate(PROMPTS[2], {**params, "seed": 11}),
+                   engine.generate(PROMPTS[2], {**params, "seed": 12}), engine.generate(PROMPTS[1], params))
+    assert crowded[1].token_ids == alone.token_ids
+    others = [_run(engine.generate(PROMPTS[2], {**params, "seed": seed}))[0].token_ids for seed in range(12, 16)]
+    assert crowded[2].token_ids == others[0] and any(ids != alone.token_ids for ids in others)
+
+
 def test_abort_returns_partial_output(engine):
     async def main():
         task = asyncio.ensure_future(engine.generate(PROMPTS[0], {**GREEDY, "max_tokens": 500}))
