@@ -1,8 +1,8 @@
-"""The FunReason and V2P miniatures (recipes/funreason/demo.sh, recipes/v2p/demo.sh) refuse bad knobs before anything
-runs and stop at the first failing command; recipes/_common/demo.sh (the environment, the stage clock, run_logged
-and the cleanup every demo uses) sets the run's environment, times stages, shows a failing command's log and exit
-code, and stops the background processes a demo started. The demos themselves run for ~30 minutes each:
-docs/measurements.md, "FunReason miniature" and "V2P miniature"."""
+"""The demos (recipes/demo/run.sh for RAG-R1, recipes/funreason/demo.sh, recipes/v2p/demo.sh) refuse bad knobs before
+anything runs, and the last two stop at the first failing command; recipes/_common/demo.sh (the environment, the
+stage clock, run_logged and the cleanup every demo uses) sets the run's environment, times stages, shows a failing
+command's log and exit code, and stops the background processes a demo started. The demos themselves run for ~20-30
+minutes each: docs/measurements.md, "RAG-R1 demo", "FunReason miniature" and "V2P miniature"."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from cpu_backend_helpers import REPO
 
 FUNREASON = REPO / "recipes" / "funreason" / "demo.sh"
+RAG_R1 = REPO / "recipes" / "demo" / "run.sh"
 V2P = REPO / "recipes" / "v2p" / "demo.sh"
 
 
@@ -55,6 +56,13 @@ def test_funreason_demo_refuses_bad_knobs_before_running_anything(env, message, 
 def test_v2p_demo_refuses_bad_knobs_before_running_anything(env, message, tmp_path):
     proc = _demo(V2P, env, tmp_path)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert "agentic-verl was called" not in proc.stderr and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("value", ["-1", "x", "1e", "0.1.2"])
+def test_rag_r1_demo_refuses_a_bad_kl_coefficient_before_running_anything(value, tmp_path):
+    proc = _demo(RAG_R1, {"GRPO_KL_COEF": value}, tmp_path)
+    assert proc.returncode == 2 and "GRPO_KL_COEF must be a non-negative number" in proc.stderr, proc.stderr
     assert "agentic-verl was called" not in proc.stderr and not (tmp_path / "out").exists()
 
 
