@@ -144,6 +144,13 @@ VERL_AGENT_LOOPS = (
              relies_on="a loop's server_manager.generate(...) -> TokenOutput, called by keyword",
              why="our loops generate through it; our in-process server managers imitate it",
              used_by=(*_LOOPS, "agentic_verl/agent_loops/_common.py", _IN_PROCESS)),
+    Contract("verl.workers.rollout.vllm_rollout.vllm_async_server:vLLMHttpServer.generate",
+             relies_on="a request's sampling_params['seed'] reaches vLLM's SamplingParams unchanged (verl sets a "
+                       "seed itself only under full_determinism, and then with setdefault)",
+             why="our loops seed each sampled request (agent_loops/sampling_seeds.py) so that a seeded run repeats",
+             used_by=("agentic_verl/agent_loops/sampling_seeds.py",),
+             source_has=('sampling_params.setdefault("seed",',
+                         "SamplingParams(max_tokens=max_tokens, **sampling_params)")),
     Contract("verl.workers.rollout.replica:TokenOutput", kind="class",
              params=("token_ids", "log_probs", "stop_reason", "num_preempted", "extra_fields"),
              relies_on="what server_manager.generate returns", why="our in-process server managers return it",

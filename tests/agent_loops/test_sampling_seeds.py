@@ -61,7 +61,8 @@ def test_greedy_and_caller_seeded_requests_are_left_alone():
 
 
 def _rag_run(model_dir, tok, url, question="Who wrote Hamlet"):
-    server = ScriptedServer(tok, ["<search> who wrote hamlet </search>", "<answer> Shakespeare </answer>" + tok.eos_token])
+    script = ["<search> who wrote hamlet </search>", "<answer> Shakespeare </answer>" + tok.eos_token]
+    server = ScriptedServer(tok, script)
     config = verl_config(model_dir, f"+actor_rollout_ref.rollout.custom.rag_r1.retrieval_url={url}",
                          "+actor_rollout_ref.rollout.custom.rag_r1.retrieval_max_retries=0")
     run_loop("rag_r1", config, server, tok, SAMPLING, sample(rag_r1_messages(question, mode="sq")))
