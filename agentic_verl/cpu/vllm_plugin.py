@@ -12,6 +12,16 @@ On any other vLLM platform (CUDA, ROCm, ...) `register()` returns without touchi
    re-run rebuilds the oneDNN handle from the new values. Cost: one extra copy of the linear weights in RAM.
    No vLLM setting turns the prepacking off.
 
+3. Seeded requests survive chunked prefill (a patch of vLLM). A request with its own `seed` samples from its own
+   `torch.Generator`; when a step prefilled only part of its prompt, vLLM's model runner drops the token sampled
+   for it and rewinds that generator with `set_offset(get_offset() - 4)`, which only CUDA's Philox generators
+   have: a CPU generator raises "CPU Generator does not use offset" and the engine core dies. Our agent loops seed
+   every sampled request (agent_loops/sampling_seeds.py), and prompts longer than max_num_batched_tokens (1024 on
+   CPU) are prefilled in chunks. `InputBatch.add_request` now gives such a request a CPU generator whose offset
+   calls do nothing (same seed, same stream): the dropped token's draw is not undone, so a prompt prefilled in k
+   chunks starts sampling k - 1 draws later. That is still a function of the seed and the schedule, which the
+   seeds make repeat.
+
 2. Weight-sync evidence for tests (inactive unless the variables are set; the driver's environment reaches
    vLLM's processes through Ray):
    - AGENTIC_VERL_WEIGHT_SYNC_LOG=/path.jsonl: after each sync verl's receiver finishes, append
@@ -44,6 +54,7 @@ def register() -> None:
     if not current_platform.is_cpu():
         return
     keep_linear_weights_reloadable()
+    let_seeded_requests_survive_chunked_prefill()
     if os.environ.get(WEIGHT_SYNC_LOG_ENV) or _skip_requested():
         instrument_verl_weight_sync()
 
@@ -63,6 +74,47 @@ def keep_linear_weights_reloadable() -> None:
     # vLLM's original stays reachable: agentic_verl.contracts checks its source in processes that loaded this plugin
     process_weights_after_loading.__wrapped__ = UnquantizedLinearMethod.process_weights_after_loading
     UnquantizedLinearMethod.process_weights_after_loading = process_weights_after_loading
+
+
+@functools.cache
+def _offsetless_cpu_generator_class():
+    import torch
+
+    class OffsetlessCpuGenerator(torch.Generator):  # a torch.Generator still, as vLLM's sampler needs
+        def get_offset(self) -> int:
+            return 0
+
+        def set_offset(self, offset: int):
+            return self
+
+    return OffsetlessCpuGenerator
+
+
+def cpu_generator_without_offset(generator):
+    """A CPU generator in `generator`'s state whose get_offset/set_offset do nothing (workaround 3)."""
+    copy = _offsetless_cpu_generator_class()(device="cpu")
+    copy.set_state(generator.get_state())
+    return copy
+
+
+def let_seeded_requests_survive_chunked_prefill() -> None:
+    """Workaround 3 (see the module docstring)."""
+    from vllm.v1.worker.gpu_input_batch import InputBatch
+
+    if getattr(InputBatch.add_request, "__agentic_verl_wrapped__", False):
+        return
+    add_request = InputBatch.add_request
+
+    @functools.wraps(add_request)
+    def wrapped(self, request):
+        generator = request.generator
+        if (generator is not None and generator.device.type == "cpu"
+                and not isinstance(generator, _offsetless_cpu_generator_class())):
+            request.generator = cpu_generator_without_offset(generator)
+        return add_request(self, request)
+
+    wrapped.__agentic_verl_wrapped__ = True
+    InputBatch.add_request = wrapped
 
 
 def _skip_requested() -> bool:
