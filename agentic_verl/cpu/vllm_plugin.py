@@ -12,6 +12,15 @@ On any other vLLM platform (CUDA, ROCm, ...) `register()` returns without touchi
    re-run rebuilds the oneDNN handle from the new values. Cost: one extra copy of the linear weights in RAM.
    No vLLM setting turns the prepacking off.
 
+2. Weight-sync evidence for tests (inactive unless the variables are set; the driver's environment reaches
+   vLLM's processes through Ray):
+   - AGENTIC_VERL_WEIGHT_SYNC_LOG=/path.jsonl: after each sync verl's receiver finishes, append
+     {"sync": n, "checksum": sha256 of every parameter, "embed_checksum": sha256 of the input embedding,
+     "tensors", "seconds", "pid"} -- the embedding is one tensor vLLM does not fuse, so a test can compare it
+     with the model folder's.
+   - AGENTIC_VERL_SKIP_WEIGHT_SYNC=1 (negative control): every sync after the first is received and dropped,
+     so vLLM keeps generating with the initial weights while the actor trains.
+
 3. Seeded requests survive chunked prefill (a patch of vLLM). A request with its own `seed` samples from its own
    `torch.Generator`; when a step prefilled only part of its prompt, vLLM's model runner drops the token sampled
    for it and rewinds that generator with `set_offset(get_offset() - 4)`, which only CUDA's Philox generators
@@ -21,15 +30,6 @@ On any other vLLM platform (CUDA, ROCm, ...) `register()` returns without touchi
    calls do nothing (same seed, same stream): the dropped token's draw is not undone, so a prompt prefilled in k
    chunks starts sampling k - 1 draws later. That is still a function of the seed and the schedule, which the
    seeds make repeat.
-
-2. Weight-sync evidence for tests (inactive unless the variables are set; the driver's environment reaches
-   vLLM's processes through Ray):
-   - AGENTIC_VERL_WEIGHT_SYNC_LOG=/path.jsonl: after each sync verl's receiver finishes, append
-     {"sync": n, "checksum": sha256 of every parameter, "embed_checksum": sha256 of the input embedding,
-     "tensors", "seconds", "pid"} -- the embedding is one tensor vLLM does not fuse, so a test can compare it
-     with the model folder's.
-   - AGENTIC_VERL_SKIP_WEIGHT_SYNC=1 (negative control): every sync after the first is received and dropped,
-     so vLLM keeps generating with the initial weights while the actor trains.
 """
 
 from __future__ import annotations
