@@ -329,11 +329,11 @@ class HFGenerationEngine:
         sampled_rows = (~greedy).nonzero().flatten()
         if len(sampled_rows):
             candidates = processed[sampled_rows]
-            top_k = [requests[row].params.top_k for row in sampled_rows.tolist()]
-            top_p = [requests[row].params.top_p for row in sampled_rows.tolist()]
+            sampled = [requests[row] for row in sampled_rows.tolist()]
+            top_k = [request.params.top_k for request in sampled]
+            top_p = [request.params.top_p for request in sampled]
             if any(0 < k < candidates.shape[-1] for k in top_k) or any(p < 1.0 for p in top_p):
                 candidates = self._filter_top_k_top_p(candidates, top_k, top_p)
-            sampled = [requests[row] for row in sampled_rows.tolist()]
             tokens[sampled_rows] = self._draw(torch.softmax(candidates, dim=-1), sampled)
         chosen = all_log_probs.gather(-1, tokens[:, None]).flatten()
         return tokens, chosen
