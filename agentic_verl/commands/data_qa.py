@@ -17,6 +17,9 @@ def register_subcommands(sub) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--entities", type=int, default=60, help="number of people (cities, companies, ... scale with it)")
     p.add_argument("--test-fraction", type=float, default=0.2, help="share of subject entities held out for test")
+    p.add_argument("--dev-fraction", type=float, default=0.0,
+                   help="share of subject entities held out as a dev split (dev.jsonl, for choosing settings), taken "
+                        "from the training subjects; test.jsonl stays the same (default: no dev split)")
     p.set_defaults(handler=_toy_world)
 
     p = sub.add_parser("rag-r1", help="QA question files -> verl RL parquet for the rag_r1 agent loop")
@@ -67,11 +70,15 @@ def register_subcommands(sub) -> None:
 def _toy_world(args) -> int:
     from agentic_verl.data.toy_world import build_world, write_world
 
-    world = build_world(args.seed, n_people=args.entities, test_fraction=args.test_fraction)
+    try:
+        world = build_world(args.seed, n_people=args.entities, test_fraction=args.test_fraction,
+                            dev_fraction=args.dev_fraction)
+    except ValueError as e:
+        raise SystemExit(f"data toy-world: {e}") from None
     paths = write_world(world, args.out)
-    splits = {s: sum(q["split"] == s for q in world.questions) for s in ("train", "test")}
-    print(f"toy world (seed {args.seed}): {len(world.corpus)} passages, {splits['train']} train / "
-          f"{splits['test']} test questions -> {Path(args.out)}")
+    counts = " / ".join(f"{sum(q['split'] == s for q in world.questions)} {s}" for s in ("train", "dev", "test")
+                        if s in paths)
+    print(f"toy world (seed {args.seed}): {len(world.corpus)} passages, {counts} questions -> {Path(args.out)}")
     for name, path in paths.items():
         print(f"  {name:7s} {path}")
     return 0

@@ -100,10 +100,17 @@ class _Names:
         raise RuntimeError("ran out of syllable names")  # pragma: no cover - 24*8 syllables per slot
 
 
-def build_world(seed: int, n_people: int = 60, test_fraction: float = 0.2, n_distractors: int | None = None) -> World:
-    """Entities, facts, passages and questions for `seed`; about 4 passages and ~10 questions per 3 people."""
+def build_world(seed: int, n_people: int = 60, test_fraction: float = 0.2, n_distractors: int | None = None,
+                dev_fraction: float = 0.0) -> World:
+    """Entities, facts, passages and questions for `seed`; about 4 passages and ~10 questions per 3 people.
+
+    `dev_fraction` > 0 holds out a dev split (for choosing settings) from what would be training subjects; the test
+    questions stay exactly those of the same seed without it."""
     if n_people < 4:
         raise ValueError(f"n_people must be at least 4, got {n_people}")
+    if not 0 < test_fraction < 1 or not 0 <= dev_fraction < 1 or test_fraction + dev_fraction >= 1:
+        raise ValueError(f"need 0 < test_fraction, 0 <= dev_fraction and test_fraction + dev_fraction < 1 (some "
+                         f"subjects left for training), got test_fraction={test_fraction}, dev_fraction={dev_fraction}")
     rng = random.Random(seed)
     names = _Names(rng)
     world = World(seed=seed)
@@ -133,7 +140,7 @@ def build_world(seed: int, n_people: int = 60, test_fraction: float = 0.2, n_dis
         world.people[p].invention = i
 
     world.corpus = _passages(world, rng, names, n_distractors if n_distractors is not None else n_people // 2)
-    world.questions = _questions(world, rng, test_fraction)
+    world.questions = _questions(world, rng, test_fraction, dev_fraction)
     return world
 
 
@@ -175,7 +182,7 @@ def _article(word: str) -> str:
 
 
 # ---------------------------------------------------------------- questions
-def _questions(world: World, rng: random.Random, test_fraction: float) -> list[dict]:
+def _questions(world: World, rng: random.Random, test_fraction: float, dev_fraction: float) -> list[dict]:
     W = world
     doc_of = {d["contents"].split("\n", 1)[0]: d["id"] for d in world.corpus}
     city, person, company, country = (lambda i: W.cities[i].name), (lambda i: W.people[i].name), \
@@ -210,13 +217,19 @@ def _questions(world: World, rng: random.Random, test_fraction: float) -> list[d
         add(c.name, f"In which country is {c.name}?", country(c.country), [c.name])
     del person, company
 
-    # Split by subject: a test question never shares its subject entity with a train question.
+    # Split by subject: a test (dev) question never shares its subject entity with a train question. Dev subjects
+    # come after the test ones in the same shuffle, so adding a dev split leaves the test questions as they were.
     subjects = sorted({s for s, _ in out})
     rng.shuffle(subjects)
-    test_subjects = set(subjects[: max(1, round(len(subjects) * test_fraction))])
+    n_test = max(1, round(len(subjects) * test_fraction))
+    n_dev = max(1, round(len(subjects) * dev_fraction)) if dev_fraction > 0 else 0
+    if n_test + n_dev >= len(subjects):
+        raise ValueError(f"test_fraction {test_fraction} + dev_fraction {dev_fraction} leave no training subject "
+                         f"of {len(subjects)}")
+    split_of = {s: "test" for s in subjects[:n_test]} | {s: "dev" for s in subjects[n_test:n_test + n_dev]}
     questions = []
     for i, (subject, q) in enumerate(out):
-        split = "test" if subject in test_subjects else "train"
+        split = split_of.get(subject, "train")
         questions.append({"id": f"{DATA_SOURCE}_{i}", **q, "split": split, "data_source": DATA_SOURCE})
     rng.shuffle(questions)  # mixed kinds in file order, so `--limit N` takes a fair sample
     return questions
@@ -235,13 +248,16 @@ def _alternate_hops(questions: list[dict]) -> list[dict]:
 
 # ---------------------------------------------------------------- files
 def write_world(world: World, out_dir: str | Path) -> dict[str, Path]:
-    """corpus.jsonl, train.jsonl, test.jsonl and world.json (all facts) under out_dir; returns the paths."""
+    """corpus.jsonl, train.jsonl, test.jsonl (dev.jsonl when the world has a dev split) and world.json (all facts)
+    under out_dir; returns the paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = {"corpus": out / "corpus.jsonl", "train": out / "train.jsonl", "test": out / "test.jsonl",
+    splits = ("train", "dev", "test") if any(q["split"] == "dev" for q in world.questions) else ("train", "test")
+    paths = {"corpus": out / "corpus.jsonl", **{split: out / f"{split}.jsonl" for split in splits},
              "world": out / "world.json"}
+    (out / "dev.jsonl").unlink(missing_ok=True)  # a dev file left by an earlier world would not be this world's
     _write_jsonl(paths["corpus"], world.corpus)
-    for split in ("train", "test"):
+    for split in splits:
         rows = [{k: v for k, v in q.items() if k != "split"} for q in world.questions if q["split"] == split]
         rows = _alternate_hops(rows)
         _write_jsonl(paths[split], rows)

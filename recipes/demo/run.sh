@@ -12,11 +12,12 @@
 #
 # Hardware: 2 CPU cores, ~12 GB RAM at the GRPO stage; no GPU, no network. Everything goes to $OUT (outputs/demo,
 #           gitignored) and /tmp. One demo at a time: two GRPO stages at once exceed 24 GB.
-# Runtime:  16.5-19 min on 2 cores (seeds 0-2 on 2026-11-26: 19m09s, 17m10s, 16m30s; docs/measurements.md); 35-50
-#           min on a machine shared with other jobs (use THREADS=1 there).
+# Runtime:  16.5-19 min on 2 cores (seeds 0-2 on 2026-11-26: 19m09s, 17m10s, 16m30s; docs/measurements.md); 26-31
+#           min on 2026-11-27, when the same idle machine ran ~1.7x slower; 35-50 min on a machine shared with other
+#           jobs (use THREADS=1 there).
 # Target:   EM after RL > after SFT > before (the base model has never seen this world and cannot use the tags).
-#           Measured: after SFT > before on every seed; GRPO's mean gain is ~2.7 questions, made by trading two-hop
-#           answers for one-hop ones (it learns to search once, not when to search again): recipes/demo/README.md.
+#           Measured: after SFT > before on every seed; GRPO's gain is made by trading two-hop answers for one-hop
+#           ones (it learns to search once, not when to search again): recipes/demo/README.md.
 # Knobs are environment variables (below); e.g. SFT_STEPS=20 GRPO_STEPS=5 make demo.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -25,7 +26,9 @@ cd "$ROOT"
 OUT=${OUT:-outputs/demo}
 SEED=${SEED:-0}
 ENTITIES=${ENTITIES:-24}                      # people in the toy world (cities, companies, ... scale with it)
-EVAL_QUESTIONS=${EVAL_QUESTIONS:-24}          # held-out test questions per evaluation
+EVAL_QUESTIONS=${EVAL_QUESTIONS:-24}          # held-out questions per evaluation
+EVAL_SPLIT=${EVAL_SPLIT:-test}                # test (report) | dev (choose settings: a dev split of 20% of the subjects,
+                                              # taken from training; test.jsonl is unchanged)
 TOPK=${TOPK:-2}                               # passages per query (RAG-R1: 3; 2 keeps CPU sequences short)
 MAX_TURNS=${MAX_TURNS:-2}                     # searching turns (+1 final); toy questions need 1 or 2 searches
 MAX_TOKENS_PER_TURN=${MAX_TOKENS_PER_TURN:-80}   # gold turns are <= 64 tokens; generation stops at </search> / </answer>
@@ -44,6 +47,9 @@ PORT=${PORT:-}                                # retrieval server port (default: 
 START_STAGE=${START_STAGE:-1}                 # 7: reuse $OUT's evaluations and SFT checkpoint (stages 4-6); 1-3 always run
 AGENTIC_VERL=${AGENTIC_VERL:-$ROOT/.venv/bin/agentic-verl}
 
+[[ "$EVAL_SPLIT" == test || "$EVAL_SPLIT" == dev ]] ||
+    { echo "run.sh: EVAL_SPLIT must be test or dev, got '$EVAL_SPLIT'" >&2; exit 2; }
+DEV_FRACTION=$([[ "$EVAL_SPLIT" == dev ]] && echo 0.2 || echo 0)
 [[ "$GRPO_KL_COEF" =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$ ]] ||
     { echo "run.sh: GRPO_KL_COEF must be a non-negative number, got '$GRPO_KL_COEF'" >&2; exit 2; }
 if [[ "$(python3 -c "print(float('$GRPO_KL_COEF') > 0)")" == True ]]; then
@@ -63,14 +69,14 @@ demo_begin 8
 SERVER_PID=""
 evaluate() { # evaluate NAME LABEL MODEL
     run_logged "$OUT/logs/eval_$1.log" grep --line-buffered -E '^\| (dataset|toy_world) ' -- \
-        "$AGENTIC_VERL" eval qa --model "$3" --engine hf --data "$OUT/world/test.jsonl" --retrieval-url "$URL" \
+        "$AGENTIC_VERL" eval qa --model "$3" --engine hf --data "$OUT/world/$EVAL_SPLIT.jsonl" --retrieval-url "$URL" \
         --limit "$EVAL_QUESTIONS" --mode sq --topk "$TOPK" --max-turns "$MAX_TURNS" --deterministic \
         --normalizer squad --max-tokens-per-turn "$MAX_TOKENS_PER_TURN" --response-length "$MAX_RESPONSE_LENGTH" \
         --out "$OUT/eval/$1" --label "$2"
 }
 
 stage 1 "toy world, corpus and questions -> $OUT/world"
-"$AGENTIC_VERL" data toy-world --out "$OUT/world" --seed "$SEED" --entities "$ENTITIES"
+"$AGENTIC_VERL" data toy-world --out "$OUT/world" --seed "$SEED" --entities "$ENTITIES" --dev-fraction "$DEV_FRACTION"
 "$AGENTIC_VERL" data rag-r1 --questions "$OUT/world/train.jsonl" "$OUT/world/test.jsonl" --out "$OUT/data" --mode sq
 
 stage 2 "BM25 index and retrieval server"
@@ -98,7 +104,7 @@ skipped() { # skipped STAGE FILE: true when START_STAGE says to reuse STAGE's ou
     echo "   (reused: $2)"
 }
 
-stage 4 "evaluate BEFORE SFT ($EVAL_QUESTIONS held-out questions, greedy)"
+stage 4 "evaluate BEFORE SFT ($EVAL_QUESTIONS held-out $EVAL_SPLIT questions, greedy)"
 skipped 4 "$OUT/eval/0_base/result.json" || evaluate 0_base "before SFT" "$BASE_MODEL"
 
 stage 5 "SFT cold start: $SFT_STEPS steps x $SFT_BATCH_SIZE trajectories (verl sft_trainer)"
@@ -159,8 +165,8 @@ stage_end
     --title "agentic_verl demo: RAG-R1 on a toy world (seed $SEED)" > "$OUT/logs/view.log" 2>&1 &&
     echo "plots and trajectories: $OUT/report.html" || echo "(no report: see $OUT/logs/view.log)"
 NOW=$(date +%s)
-printf '\nEM on %s held-out toy-world questions (greedy), total %dm%02ds:\n\n' \
-    "$EVAL_QUESTIONS" $(((NOW - START) / 60)) $(((NOW - START) % 60))
+printf '\nEM on %s held-out toy-world %s questions (greedy), total %dm%02ds:\n\n' \
+    "$EVAL_QUESTIONS" "$EVAL_SPLIT" $(((NOW - START) / 60)) $(((NOW - START) % 60))
 "$AGENTIC_VERL" eval table "$OUT/eval/0_base/result.json" "$OUT/eval/1_sft/result.json" \
     "$OUT/eval/2_grpo/result.json" -o "$OUT/results.md"
 echo -e "\nper-question results: $OUT/eval/*/result.json; logs: $OUT/logs/; table: $OUT/results.md"

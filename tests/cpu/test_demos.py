@@ -21,7 +21,8 @@ V2P = REPO / "recipes" / "v2p" / "demo.sh"
 def _demo(demo, env: dict, tmp_path) -> subprocess.CompletedProcess:
     # a stand-in agentic-verl that fails loudly: a knob error must stop the demo before its first command
     stand_in = tmp_path / "agentic-verl"
-    stand_in.write_text("#!/usr/bin/env bash\necho 'agentic-verl was called' >&2\nexit 99\n")
+    stand_in.write_text(f"#!/usr/bin/env bash\necho \"$*\" >> {tmp_path / 'calls.log'}\n"
+                        "echo 'agentic-verl was called' >&2\nexit 99\n")
     stand_in.chmod(0o755)
     full = {**os.environ, "AGENTIC_VERL": str(stand_in), "OUT": str(tmp_path / "out"), **env}
     return subprocess.run(["bash", str(demo)], cwd=REPO, env=full, capture_output=True, text=True, timeout=60)
@@ -64,6 +65,25 @@ def test_rag_r1_demo_refuses_a_bad_kl_coefficient_before_running_anything(value,
     proc = _demo(RAG_R1, {"GRPO_KL_COEF": value}, tmp_path)
     assert proc.returncode == 2 and "GRPO_KL_COEF must be a non-negative number" in proc.stderr, proc.stderr
     assert "agentic-verl was called" not in proc.stderr and not (tmp_path / "out").exists()
+
+
+def test_rag_r1_demo_refuses_a_bad_eval_split_before_running_anything(tmp_path):
+    proc = _demo(RAG_R1, {"EVAL_SPLIT": "train"}, tmp_path)
+    assert proc.returncode == 2 and "EVAL_SPLIT must be test or dev, got 'train'" in proc.stderr, proc.stderr
+    assert "agentic-verl was called" not in proc.stderr and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("split, dev_fraction", [("test", "0"), ("dev", "0.2")])
+def test_rag_r1_demo_asks_the_toy_world_for_a_dev_split_only_to_evaluate_on_it(split, dev_fraction, tmp_path):
+    proc = _demo(RAG_R1, {"EVAL_SPLIT": split}, tmp_path)
+    # the stand-in agentic-verl fails its first call, the toy world's; the demo shows the command that failed
+    assert proc.returncode == 99, proc.stderr
+    assert "(1/8) toy world" in proc.stdout and "(2/" not in proc.stdout
+    assert f"--dev-fraction {dev_fraction}" in _first_call(tmp_path), proc.stderr
+
+
+def _first_call(tmp_path) -> str:
+    return (tmp_path / "calls.log").read_text().splitlines()[0]
 
 
 @pytest.mark.parametrize("demo, first_stage", [(FUNREASON, "(1/9) function-calling toy world"),

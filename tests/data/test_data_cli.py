@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from agentic_verl.cli import main as cli_main
 from agentic_verl.data.toy_world import build_world
 
@@ -21,3 +23,12 @@ def test_cli_writes_the_files(tmp_path, capsys):
     for q in train + test:
         assert {"id", "question", "golden_answers", "hops", "supporting_ids"} <= set(q)
     assert len(_read_jsonl(tmp_path / "corpus.jsonl")) == len(build_world(1, 12).corpus)
+
+
+def test_cli_writes_a_dev_split_when_asked_and_refuses_bad_fractions(tmp_path, capsys):
+    assert cli_main(["data", "toy-world", "--out", str(tmp_path), "--seed", "1", "--entities", "12",
+                     "--dev-fraction", "0.2"]) == 0
+    assert " dev / " in capsys.readouterr().out
+    assert _read_jsonl(tmp_path / "dev.jsonl")
+    with pytest.raises(SystemExit, match="data toy-world: .*dev_fraction=0.9"):
+        cli_main(["data", "toy-world", "--out", str(tmp_path / "bad"), "--dev-fraction", "0.9"])

@@ -101,3 +101,29 @@ def test_question_files_alternate_one_and_two_hop_questions(tmp_path, world):
         pairs = min(hops.count(1), hops.count(2))
         assert hops[: 2 * pairs] == [1, 2] * pairs, split
         assert len(set(hops[2 * pairs:])) <= 1, split  # the surplus kind, at the end
+
+
+def test_a_dev_split_comes_from_the_training_subjects_and_leaves_test_as_it_was(tmp_path):
+    plain = write_world(build_world(5, 30), tmp_path / "plain")
+    with_dev = write_world(build_world(5, 30, dev_fraction=0.2), tmp_path / "dev")
+    assert set(with_dev) == {"corpus", "train", "dev", "test", "world"}
+    for name in ("corpus", "test", "world"):
+        assert with_dev[name].read_bytes() == plain[name].read_bytes(), name
+    train, dev = _read_jsonl(with_dev["train"]), _read_jsonl(with_dev["dev"])
+    assert dev and {q["id"] for q in train} | {q["id"] for q in dev} == {q["id"] for q in _read_jsonl(plain["train"])}
+    subjects = {split: {q["supporting_ids"][0] for q in _read_jsonl(with_dev[split])} for split in ("train", "dev",
+                                                                                                     "test")}
+    assert not subjects["dev"] & subjects["train"] and not subjects["dev"] & subjects["test"]
+    assert {q["hops"] for q in dev} == {1, 2}
+
+
+def test_a_world_without_dev_split_removes_an_old_dev_file(tmp_path):
+    write_world(build_world(5, 30, dev_fraction=0.2), tmp_path)
+    paths = write_world(build_world(5, 30), tmp_path)
+    assert "dev" not in paths and not (tmp_path / "dev.jsonl").exists()
+
+
+@pytest.mark.parametrize("test_fraction, dev_fraction", [(0.0, 0.2), (0.2, -0.1), (0.5, 0.5), (1.0, 0.0)])
+def test_split_fractions_that_leave_no_split_or_no_training_are_refused(test_fraction, dev_fraction):
+    with pytest.raises(ValueError, match="fraction"):
+        build_world(5, 30, test_fraction=test_fraction, dev_fraction=dev_fraction)
