@@ -47,9 +47,16 @@ PORT=${PORT:-}                                # retrieval server port (default: 
 START_STAGE=${START_STAGE:-1}                 # 7: reuse $OUT's evaluations and SFT checkpoint (stages 4-6); 1-3 always run
 AGENTIC_VERL=${AGENTIC_VERL:-$ROOT/.venv/bin/agentic-verl}
 
+[[ "$START_STAGE" =~ ^[1-8]$ ]] || { echo "run.sh: START_STAGE must be a stage number 1-8, got '$START_STAGE'" >&2; exit 2; }
 [[ "$EVAL_SPLIT" == test || "$EVAL_SPLIT" == dev ]] ||
     { echo "run.sh: EVAL_SPLIT must be test or dev, got '$EVAL_SPLIT'" >&2; exit 2; }
 DEV_FRACTION=$([[ "$EVAL_SPLIT" == dev ]] && echo 0.2 || echo 0)
+# Reused stages must come from a run on the same split: a test run's SFT trained on the questions a dev run holds out.
+if (( START_STAGE > 4 )); then
+    USED_SPLIT=$(cat "$OUT/eval_split" 2>/dev/null || echo test)  # folders from before this file: all test runs
+    [[ "$USED_SPLIT" == "$EVAL_SPLIT" ]] || { echo "run.sh: START_STAGE=$START_STAGE would reuse a run made with" \
+        "EVAL_SPLIT=$USED_SPLIT in $OUT; EVAL_SPLIT=$EVAL_SPLIT trains on other questions: run it from stage 1" >&2; exit 2; }
+fi
 [[ "$GRPO_KL_COEF" =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$ ]] ||
     { echo "run.sh: GRPO_KL_COEF must be a non-negative number, got '$GRPO_KL_COEF'" >&2; exit 2; }
 if [[ "$(python3 -c "print(float('$GRPO_KL_COEF') > 0)")" == True ]]; then
@@ -65,6 +72,7 @@ GRPO_THREADS=${GRPO_THREADS:-$THREADS}
 source recipes/_common/net.sh                   # free_port, wait_for_health
 
 mkdir -p "$OUT/logs" "$OUT/eval"
+echo "$EVAL_SPLIT" > "$OUT/eval_split"
 demo_begin 8
 SERVER_PID=""
 evaluate() { # evaluate NAME LABEL MODEL

@@ -67,9 +67,14 @@ def test_rag_r1_demo_refuses_a_bad_kl_coefficient_before_running_anything(value,
     assert "agentic-verl was called" not in proc.stderr and not (tmp_path / "out").exists()
 
 
-def test_rag_r1_demo_refuses_a_bad_eval_split_before_running_anything(tmp_path):
-    proc = _demo(RAG_R1, {"EVAL_SPLIT": "train"}, tmp_path)
-    assert proc.returncode == 2 and "EVAL_SPLIT must be test or dev, got 'train'" in proc.stderr, proc.stderr
+@pytest.mark.parametrize("env, message", [
+    ({"EVAL_SPLIT": "train"}, "EVAL_SPLIT must be test or dev, got 'train'"),
+    ({"START_STAGE": "x"}, "START_STAGE must be a stage number 1-8, got 'x'"),
+    ({"START_STAGE": "9"}, "START_STAGE must be a stage number 1-8, got '9'"),
+])  # fmt: skip
+def test_rag_r1_demo_refuses_bad_knobs_before_running_anything(env, message, tmp_path):
+    proc = _demo(RAG_R1, env, tmp_path)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert "agentic-verl was called" not in proc.stderr and not (tmp_path / "out").exists()
 
 
@@ -80,6 +85,24 @@ def test_rag_r1_demo_asks_the_toy_world_for_a_dev_split_only_to_evaluate_on_it(s
     assert proc.returncode == 99, proc.stderr
     assert "(1/8) toy world" in proc.stdout and "(2/" not in proc.stdout
     assert f"--dev-fraction {dev_fraction}" in _first_call(tmp_path), proc.stderr
+
+
+@pytest.mark.parametrize("marker", [None, "test"])
+def test_rag_r1_demo_refuses_to_reuse_a_test_run_for_a_dev_run(marker, tmp_path):
+    # a test run's SFT trained on the questions a dev run holds out; folders without the marker are test runs
+    (tmp_path / "out").mkdir()
+    if marker:
+        (tmp_path / "out" / "eval_split").write_text(marker + "\n")
+    proc = _demo(RAG_R1, {"EVAL_SPLIT": "dev", "START_STAGE": "7"}, tmp_path)
+    assert proc.returncode == 2 and "would reuse a run made with EVAL_SPLIT=test" in proc.stderr, proc.stderr
+    assert "agentic-verl was called" not in proc.stderr
+
+
+def test_rag_r1_demo_reuses_a_dev_run_for_a_dev_run(tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "eval_split").write_text("dev\n")
+    proc = _demo(RAG_R1, {"EVAL_SPLIT": "dev", "START_STAGE": "7"}, tmp_path)
+    assert proc.returncode == 99 and "--dev-fraction 0.2" in _first_call(tmp_path), proc.stderr  # on to stage 1
 
 
 def _first_call(tmp_path) -> str:
