@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from cpu_backend_helpers import REPO
@@ -16,6 +17,7 @@ from cpu_backend_helpers import REPO
 FUNREASON = REPO / "recipes" / "funreason" / "demo.sh"
 RAG_R1 = REPO / "recipes" / "demo" / "run.sh"
 V2P = REPO / "recipes" / "v2p" / "demo.sh"
+DEMO_NAMES = {FUNREASON: "funreason", RAG_R1: "rag_r1", V2P: "v2p"}
 
 
 def _demo(demo, env: dict, tmp_path) -> subprocess.CompletedProcess:
@@ -28,7 +30,7 @@ def _demo(demo, env: dict, tmp_path) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", str(demo)], cwd=REPO, env=full, capture_output=True, text=True, timeout=60)
 
 
-@pytest.mark.parametrize("env, message", [
+FUNREASON_BAD_KNOBS = [
     ({"SEED": "x"}, "SEED must be a non-negative integer"),
     ({"SFT_STEPS": "0"}, "SFT_STEPS must be a positive integer"),
     ({"ROLLOUT_N": "2.5"}, "ROLLOUT_N must be a positive integer"),
@@ -38,14 +40,8 @@ def _demo(demo, env: dict, tmp_path) -> subprocess.CompletedProcess:
     ({"SFT_BATCH_SIZE": "8", "SFT_MICRO_BATCH_SIZE": "3"}, "multiple of SFT_MICRO_BATCH_SIZE"),
     ({"SFT_STEPS": "40", "SFT_BATCH_SIZE": "8", "QUESTIONS": "64 12 12"}, "must not exceed the 256 train questions"),
     ({"REWARD_CONFIG": "reward_fns/configs/none.yaml"}, "does not exist"),
-])  # fmt: skip
-def test_funreason_demo_refuses_bad_knobs_before_running_anything(env, message, tmp_path):
-    proc = _demo(FUNREASON, env, tmp_path)
-    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
-    assert "agentic-verl was called" not in proc.stderr and not (tmp_path / "out").exists()
-
-
-@pytest.mark.parametrize("env, message", [
+]  # fmt: skip
+V2P_BAD_KNOBS = [
     ({"SEED": "-1"}, "SEED must be a non-negative integer"),
     ({"WARMUP_STEPS": "0"}, "WARMUP_STEPS must be a positive integer"),
     ({"WIDGETS": "3"}, "WIDGETS takes two numbers"),
@@ -53,27 +49,22 @@ def test_funreason_demo_refuses_bad_knobs_before_running_anything(env, message, 
     ({"SFT_BATCH_SIZE": "16", "SFT_MICRO_BATCH_SIZE": "5"}, "multiple of SFT_MICRO_BATCH_SIZE"),
     ({"ROLLOUT_N": "1"}, "ROLLOUT_N must be >= 2"),
     ({"REWARD_FN": "compute_score_typo"}, "REWARD_FN must be compute_score"),
-])  # fmt: skip
-def test_v2p_demo_refuses_bad_knobs_before_running_anything(env, message, tmp_path):
-    proc = _demo(V2P, env, tmp_path)
-    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
-    assert "agentic-verl was called" not in proc.stderr and not (tmp_path / "out").exists()
-
-
-@pytest.mark.parametrize("value", ["-1", "x", "1e", "0.1.2"])
-def test_rag_r1_demo_refuses_a_bad_kl_coefficient_before_running_anything(value, tmp_path):
-    proc = _demo(RAG_R1, {"GRPO_KL_COEF": value}, tmp_path)
-    assert proc.returncode == 2 and "GRPO_KL_COEF must be a non-negative number" in proc.stderr, proc.stderr
-    assert "agentic-verl was called" not in proc.stderr and not (tmp_path / "out").exists()
-
-
-@pytest.mark.parametrize("env, message", [
+]  # fmt: skip
+RAG_R1_BAD_KNOBS = [
+    *(({"GRPO_KL_COEF": value}, "GRPO_KL_COEF must be a non-negative number") for value in ("-1", "x", "1e", "0.1.2")),
     ({"EVAL_SPLIT": "train"}, "EVAL_SPLIT must be test or dev, got 'train'"),
     ({"START_STAGE": "x"}, "START_STAGE must be a stage number 1-8, got 'x'"),
     ({"START_STAGE": "9"}, "START_STAGE must be a stage number 1-8, got '9'"),
-])  # fmt: skip
-def test_rag_r1_demo_refuses_bad_knobs_before_running_anything(env, message, tmp_path):
-    proc = _demo(RAG_R1, env, tmp_path)
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("demo, env, message", [
+    *((FUNREASON, env, message) for env, message in FUNREASON_BAD_KNOBS),
+    *((V2P, env, message) for env, message in V2P_BAD_KNOBS),
+    *((RAG_R1, env, message) for env, message in RAG_R1_BAD_KNOBS),
+], ids=lambda value: DEMO_NAMES[value] if isinstance(value, Path) else None)  # fmt: skip
+def test_demo_refuses_bad_knobs_before_running_anything(demo, env, message, tmp_path):
+    proc = _demo(demo, env, tmp_path)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert "agentic-verl was called" not in proc.stderr and not (tmp_path / "out").exists()
 
