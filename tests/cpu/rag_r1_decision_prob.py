@@ -1,0 +1,67 @@
+"""How well a RAG-R1 demo SFT model learned the one token that decides whether to search again.
+
+Not a test: run by hand (docs/measurements.md, "On the dev split"), e.g.
+
+    .venv/bin/python tests/cpu/rag_r1_decision_prob.py OUT/ckpt/sft/global_step_24/huggingface OUT/data/sft/train.parquet
+
+For each trajectory of the SFT data (`data sft-trajectories`), the turn after the first search starts with
+`<think> {fact}.`; the gold token after that sentence is the decision: ` </think>` (answer now) for a one-hop question,
+` Now` ("Now I need to find information about ...") for a two-hop one. Prints, per hop count, the model's mean
+teacher-forced probability of that gold token and how many trajectories put it below 0.5. The SFT loss cannot show
+this: the decision is one of ~87 learned tokens per trajectory.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def policy_runs(loss_mask: list[int]) -> list[tuple[int, int]]:
+    """[start, end) of each run of learned (mask 1) tokens."""
+    runs, start = [], None
+    for i, bit in enumerate([*loss_mask, 0]):
+        if bit and start is None:
+            start = i
+        elif not bit and start is not None:
+            runs.append((start, i))
+            start = None
+    return runs
+
+
+def decision_position(ids: list[int], loss_mask: list[int], tokenizer) -> int:
+    """Index of the last token of the first sentence of the turn after the first search (the decision comes next)."""
+    start, end = policy_runs(loss_mask)[1]
+    for k in range(start, end):
+        if "." in tokenizer.decode(ids[start:k + 1]).split("<think>", 1)[-1]:
+            return k
+    raise ValueError("the turn after the first search has no sentence")
+
+
+def main() -> None:
+    import pyarrow.parquet as pq
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("model", help="an SFT checkpoint's huggingface folder")
+    parser.add_argument("sft_parquet", help="the SFT data it was trained on (OUT/data/sft/train.parquet)")
+    parser.add_argument("--limit", type=int, default=40, help="trajectories to read (default 40)")
+    args = parser.parse_args()
+
+    tokenizer = AutoTokenizer.from_pretrained(args.model)
+    model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32).eval()
+    table = pq.read_table(args.sft_parquet).to_pydict()
+    probs: dict[int, list[float]] = {}
+    rows = list(zip(table["input_ids"], table["loss_mask"], table["hops"], strict=True))[:args.limit]
+    for ids, loss_mask, hops in rows:
+        position = decision_position(ids, loss_mask, tokenizer)
+        with torch.no_grad():
+            logits = model(torch.tensor([ids[:position + 1]])).logits[0, -1]
+        probs.setdefault(hops, []).append(torch.softmax(logits, -1)[ids[position + 1]].item())
+    for hops, values in sorted(probs.items()):
+        print(f"{hops}-hop  n={len(values)}  mean p(gold decision token)={sum(values) / len(values):.3f}  "
+              f"min={min(values):.3f}  below 0.5: {sum(v < 0.5 for v in values)}")
+
+
+if __name__ == "__main__":
+    main()
