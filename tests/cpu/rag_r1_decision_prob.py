@@ -15,22 +15,12 @@ from __future__ import annotations
 
 import argparse
 
-
-def policy_runs(loss_mask: list[int]) -> list[tuple[int, int]]:
-    """[start, end) of each run of learned (mask 1) tokens."""
-    runs, start = [], None
-    for i, bit in enumerate([*loss_mask, 0]):
-        if bit and start is None:
-            start = i
-        elif not bit and start is not None:
-            runs.append((start, i))
-            start = None
-    return runs
+from agentic_verl.data.sft_steps import mask_runs
 
 
 def decision_position(ids: list[int], loss_mask: list[int], tokenizer) -> int:
     """Index of the last token of the first sentence of the turn after the first search (the decision comes next)."""
-    start, end = policy_runs(loss_mask)[1]
+    start, end = [(start, end) for learned, start, end in mask_runs(loss_mask) if learned][1]
     for k in range(start, end):
         if "." in tokenizer.decode(ids[start:k + 1]).split("<think>", 1)[-1]:
             return k
