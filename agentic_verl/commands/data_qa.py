@@ -5,6 +5,7 @@ Registered under the `data` group by `agentic_verl/commands/data.py` (`register_
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -46,6 +47,9 @@ def register_subcommands(sub) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--style", choices=STYLES, default="trajectory",
                    help="trajectory: one row per trajectory (default); steps: RAG-R1's step-level samples")
+    p.add_argument("--decision-weight", type=_weight, default=1,
+                   help="loss weight of the token that decides, after the first search, whether to search again or "
+                        "answer (default 1: no extra weight)")
     p.set_defaults(handler=_sft_trajectories)
 
     p = sub.add_parser("sft-steps",
@@ -65,6 +69,12 @@ def register_subcommands(sub) -> None:
     p.add_argument("--tokenizer", default=None,
                    help="HF tokenizer folder; needed only for dumps written without decoded text")
     p.set_defaults(handler=_sft_steps)
+
+
+def _weight(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return int(text)
 
 
 def _toy_world(args) -> int:
@@ -105,7 +115,7 @@ def _sft_trajectories(args) -> int:
     stats = write_sft_parquet(
         world_dir=world, questions=Path(args.questions) if args.questions else world / "train.jsonl",
         retrieval_url=args.retrieval_url, tokenizer=args.tokenizer, out=Path(args.out), mode=args.mode,
-        topk=args.topk, limit=args.limit, seed=args.seed, style=args.style)
+        topk=args.topk, limit=args.limit, seed=args.seed, style=args.style, decision_weight=args.decision_weight)
     print(json.dumps(stats, indent=1))
     return 0
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from agentic_verl.contracts.checker import Contract
 
 _SFT = "agentic_verl/training/sft_trainer.py"
+_TRAJECTORIES = "agentic_verl/data/sft_trajectories.py"
 _LOSSES = ("agentic_verl/training/sft_losses.py", "agentic_verl/training/v2p_loss.py")
 _TRACED = "agentic_verl/agent_loops/tool_agent_traced.py"
 _IN_PROCESS = "agentic_verl/agent_loops/in_process.py"
@@ -71,9 +72,20 @@ VERL_SFT = (
              relies_on="the data-parallel process group", why="SRML / V2P all-reduce the step's global counts",
              used_by=(_SFT,)),
     Contract("verl.workers.utils.losses:sft_loss", params=("config", "model_output", "data", "dp_group"),
-             relies_on="verl's token-mean SFT loss; reads data['dp_size'] and data['batch_num_tokens']",
-             why="loss 'sft' is verl's exactly, and V2P's LM term", used_by=_LOSSES,
-             source_has=('data["dp_size"]', 'data["batch_num_tokens"]')),
+             relies_on="verl's token-mean SFT loss; reads data['dp_size'] and data['batch_num_tokens']; multiplies "
+                       "each log-prob by its loss_mask value, so an integer loss_mask value is a token weight",
+             why="loss 'sft' is verl's exactly, and V2P's LM term; RAG-R1 SFT rows weight the deciding token",
+             used_by=(*_LOSSES, _TRAJECTORIES),
+             source_has=('data["dp_size"]', 'data["batch_num_tokens"]',
+                         "masked_sum(log_prob_flatten, loss_mask_flatten)")),
+    Contract("verl.utils.torch_functional:masked_sum",
+             relies_on="sums values * mask (a numeric mask weighs each value)",
+             why="see sft_loss: the deciding token's weight in RAG-R1 SFT rows", used_by=(_TRAJECTORIES,),
+             source_has=("(valid_values * mask).sum(",)),
+    Contract(f"{_FSDP}:FSDPEngine.forward_backward_batch",
+             relies_on="batch_num_tokens (sft_loss's divisor) is the sum of loss_mask over the global batch",
+             why="with weights in loss_mask the SFT loss is a weighted token mean", used_by=(_TRAJECTORIES,),
+             source_has=('batch_num_tokens = data["loss_mask"].sum()',)),
     Contract("verl.utils.metric:Metric", kind="class", params=("aggregation", "value"),
              relies_on="Metric(AggregationType, value), .aggregate(), Metric.aggregate_dp([...])",
              why="our losses report metrics the way verl's engine reduces them", used_by=_LOSSES,

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from agentic_verl.agent_loops.rag_r1_protocol import parse_action
@@ -65,16 +65,20 @@ def turn_kind(text: str) -> str | None:
 
 
 def cut_samples(prompt_ids: Sequence[int], response_ids: Sequence[int], response_mask: Sequence[int],
-                turn_texts: Sequence[str], *, style: str = "steps",
-                max_length: int | None = None) -> tuple[list[dict], Counter]:
+                turn_texts: Sequence[str], *, style: str = "steps", max_length: int | None = None,
+                token_weights: Mapping[int, int] | None = None) -> tuple[list[dict], Counter]:
     """Rows (input_ids, loss_mask, num_tokens, num_target_tokens, kind, step, history) for one trajectory, and
     counts (`turns_without_action`, `samples_too_long`). `turn_texts`: the text of each policy turn, in order.
-    A row's `step` is the index of the policy turn in its loss (-1 for a `trajectory` row: all of them)."""
+    A row's `step` is the index of the policy turn in its loss (-1 for a `trajectory` row: all of them).
+    `token_weights`: response index -> integer loss weight (>= 1) for chosen policy tokens; the rest weigh 1. verl's
+    SFT loss multiplies each token's log-prob by its loss_mask value and divides by their sum, so a weight w counts
+    that token w times (a weighted token mean)."""
     if style not in STYLES:
         raise ValueError(f"unknown style {style!r}; known: {', '.join(STYLES)}")
     prompt, response = [int(t) for t in prompt_ids], [int(t) for t in response_ids]
     if len(response) != len(response_mask):
         raise ValueError(f"{len(response)} response_ids but {len(response_mask)} response_mask values")
+    weights = _checked_weights(token_weights or {}, response_mask)
     runs = mask_runs(response_mask)
     turns = [(start, end) for policy, start, end in runs if policy]
     if len(turn_texts) != len(turns):
@@ -90,13 +94,17 @@ def cut_samples(prompt_ids: Sequence[int], response_ids: Sequence[int], response
             counts["samples_too_long"] += 1
             return
         samples.append({"input_ids": input_ids, "loss_mask": loss_mask, "num_tokens": len(input_ids),
-                        "num_target_tokens": sum(loss_mask), "kind": kind, "step": step, "history": history})
+                        "num_target_tokens": sum(w > 0 for w in loss_mask), "kind": kind, "step": step,
+                        "history": history})
+
+    def target_weights(start: int, end: int) -> list[int]:
+        return [weights.get(i, 1) for i in range(start, end)]
 
     if style == "trajectory":
         mask = [0] * len(response)
         for (start, end), kind in zip(turns, kinds, strict=True):
             if kind is not None:
-                mask[start:end] = [1] * (end - start)
+                mask[start:end] = target_weights(start, end)
         if any(mask):
             add(response, mask, "trajectory", -1, True)
         return samples, counts
@@ -109,12 +117,26 @@ def cut_samples(prompt_ids: Sequence[int], response_ids: Sequence[int], response
         if kind is None:
             continue
         target = response[start:end]
-        add(response[:end], [0] * start + [1] * len(target), kind, step, True)
+        add(response[:end], [0] * start + target_weights(start, end), kind, step, True)
         obs_start, obs_end = observation_before.get(start, (start, start))
         if obs_start > 0:  # something besides this observation came before: (b) differs from (a)
             observation = response[obs_start:obs_end]
-            add(observation + target, [0] * len(observation) + [1] * len(target), kind, step, False)
+            add(observation + target, [0] * len(observation) + target_weights(start, end), kind, step, False)
     return samples, counts
+
+
+def _checked_weights(token_weights: Mapping[int, int], response_mask: Sequence[int]) -> dict[int, int]:
+    """`token_weights` as ints, after checking each names a policy token with an integer weight >= 1 (a weight on an
+    observation token would never reach the loss: an error, not a silent no-op)."""
+    checked = {}
+    for index, weight in token_weights.items():
+        if not 0 <= index < len(response_mask) or not response_mask[index]:
+            raise ValueError(f"token weight at response index {index}: not a policy token "
+                             f"(response of {len(response_mask)} tokens)")
+        if isinstance(weight, bool) or not isinstance(weight, int) or weight < 1:
+            raise ValueError(f"token weight at response index {index} must be an integer >= 1, got {weight!r}")
+        checked[int(index)] = weight
+    return checked
 
 
 def trajectory_turn_texts(record: dict, decode: Callable[[list[int]], str] | None = None) -> list[str]:

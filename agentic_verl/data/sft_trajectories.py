@@ -19,6 +19,12 @@ Rows are cut by `agentic_verl.data.sft_steps.cut_samples`, the same code that cu
 are learned, the prompt and every retrieved document are not (RAG-R1's "retrieved documents never in the target").
 Style `steps`: RAG-R1's step-level samples (each turn with and without the earlier turns in the input).
 
+`decision_weight` W > 1 gives one token per trajectory W times the loss weight of the others: the token right after
+the fact sentence of the turn that follows the first search (" Now" to search again, " </think>" to answer). It is
+the only token where a one-hop and a two-hop trajectory differ in kind; with weight 1 it is ~1 of ~87 learned tokens,
+and a short SFT learns the names and facts but leaves that choice near the data's base rate
+(docs/measurements.md, "On the dev split").
+
 Rows are read by `agentic_verl.training.sft_dataset.PretokenizedSFTDataset` in verl's SFT trainer.
 """
 
@@ -57,6 +63,30 @@ def gold_turns(question: dict, corpus: dict[str, str]) -> tuple[list[str], list[
     return turns, [p[1] for p in passages]
 
 
+DECISION_TURN = 1  # the policy turn after the first search's observation: search again or answer
+
+
+def decision_prefix(turn: str) -> str:
+    """The part of a gold turn before its deciding token: `<think>` and the fact sentence.
+
+    >>> decision_prefix("<think> Ada Bo was born in Kilu. </think>\\n<answer> Kilu </answer>")
+    '<think> Ada Bo was born in Kilu.'
+    """
+    match = _SENTENCE_RE.match(turn)
+    if match is None or not turn.startswith("<think> "):
+        raise ValueError(f"not a gold turn with a fact sentence: {turn!r}")
+    return match.group(0)
+
+
+def decision_index(turn: str, tokenizer) -> int:
+    """Index, among the tokens of `turn` as the scripted policy encodes it, of the deciding token."""
+    prefix = tokenizer.encode(decision_prefix(turn), add_special_tokens=False)
+    ids = tokenizer.encode(turn, add_special_tokens=False)
+    if ids[:len(prefix)] != prefix or len(ids) == len(prefix):
+        raise ValueError(f"the tokenizer does not split {turn!r} after its fact sentence; no deciding token")
+    return len(prefix)
+
+
 def end_of_turn_id(tokenizer) -> int | None:
     """The token the chat template puts right after an assistant message (what a chat policy stops with)."""
     messages = [{"role": "user", "content": "u"}, {"role": "assistant", "content": "XYZ"}]
@@ -69,10 +99,11 @@ def end_of_turn_id(tokenizer) -> int | None:
 async def build_trajectories(rows: list[dict], questions: list[dict], corpus: dict[str, str], *, tokenizer,
                              retrieval_url: str, topk: int = 3, response_length: int = 1024,
                              hf_model_type: str | None = None, concurrency: int = 8,
-                             style: str = "trajectory") -> tuple[list[dict], dict]:
+                             style: str = "trajectory", decision_weight: int = 1) -> tuple[list[dict], dict]:
     """SFT rows (input_ids, loss_mask, ...) for `rows` (verl RL rows from rag_r1_parquet.to_rows) whose
-    toy-world `questions` (same order) have supporting_ids, cut in `style` (sft_steps.STYLES). Returns (rows,
-    stats); `kept` counts trajectories, `samples` rows."""
+    toy-world `questions` (same order) have supporting_ids, cut in `style` (sft_steps.STYLES), the deciding token
+    weighted `decision_weight` (module docstring). Returns (rows, stats); `kept` counts trajectories, `samples`
+    rows."""
     from agentic_verl.agent_loops.in_process import (
         ScriptedServerManager,
         loop_trainer_config,
@@ -83,10 +114,12 @@ async def build_trajectories(rows: list[dict], questions: list[dict], corpus: di
 
     if style not in STYLES:
         raise ValueError(f"unknown style {style!r}; known: {', '.join(STYLES)}")
+    if isinstance(decision_weight, bool) or not isinstance(decision_weight, int) or decision_weight < 1:
+        raise ValueError(f"decision_weight must be an integer >= 1, got {decision_weight!r}")
     config = loop_trainer_config(response_length, custom={"rag_r1": {"retrieval_url": retrieval_url, "topk": topk}})
     eos = end_of_turn_id(tokenizer)
-    stats = {"questions": len(rows), "style": style, "kept": 0, "dropped_retrieval_miss": 0,
-             "dropped_loop_mismatch": 0}
+    stats = {"questions": len(rows), "style": style, "decision_weight": decision_weight, "kept": 0,
+             "dropped_retrieval_miss": 0, "dropped_loop_mismatch": 0}
     semaphore = asyncio.Semaphore(concurrency)
 
     async def one(row: dict, question: dict) -> list[dict] | None:
@@ -107,7 +140,11 @@ async def build_trajectories(rows: list[dict], questions: list[dict], corpus: di
         response, mask = list(out.response_ids), list(out.response_mask)
         texts = [tokenizer.decode(response[start:end], skip_special_tokens=True)
                  for policy, start, end in mask_runs(mask) if policy]
-        samples, _ = cut_samples(out.prompt_ids, response, mask, texts, style=style)
+        weights = {}
+        if decision_weight > 1:
+            policy_starts = [start for policy, start, _ in mask_runs(mask) if policy]
+            weights[policy_starts[DECISION_TURN] + decision_index(turns[DECISION_TURN], tokenizer)] = decision_weight
+        samples, _ = cut_samples(out.prompt_ids, response, mask, texts, style=style, token_weights=weights)
         source = {"id": question["id"], "question": question["question"],
                   "golden_answers": list(question["golden_answers"]), "hops": question["hops"],
                   "request_id": out.extra_fields.get(TRACE_ID_FIELD)}
@@ -127,7 +164,8 @@ def _observation_texts(response_ids, response_mask, tokenizer) -> list[str]:
 
 
 def write_sft_parquet(*, world_dir: Path, questions: Path, retrieval_url: str, tokenizer, out: Path, mode: str = "sq",
-                      topk: int = 3, limit: int | None = None, seed: int = 0, style: str = "trajectory") -> dict:
+                      topk: int = 3, limit: int | None = None, seed: int = 0, style: str = "trajectory",
+                      decision_weight: int = 1) -> dict:
     """Trajectories for the toy-world `questions` file, cut in `style` -> `out` parquet; returns stats (also
     written next to it)."""
     import random
@@ -154,7 +192,7 @@ def write_sft_parquet(*, world_dir: Path, questions: Path, retrieval_url: str, t
     rows = to_rows(records, split="train", data_source="toy_world", mode=mode)
     kept, stats = asyncio.run(build_trajectories(rows, records, corpus, tokenizer=tokenizer,
                                                  retrieval_url=retrieval_url, topk=topk, hf_model_type=hf_type,
-                                                 style=style))
+                                                 style=style, decision_weight=decision_weight))
     if not kept:
         raise ValueError(f"no correct trajectory could be built ({stats}); is {retrieval_url} serving this world?")
     return write_rows(kept, Path(out), stats)

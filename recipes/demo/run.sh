@@ -36,6 +36,8 @@ SFT_STEPS=${SFT_STEPS:-8}
 SFT_BATCH_SIZE=${SFT_BATCH_SIZE:-8}
 SFT_MICRO_BATCH_SIZE=${SFT_MICRO_BATCH_SIZE:-4}   # same gradient as one micro-batch of 8 (verl divides by the step's tokens), ~half the RAM
 SFT_LR=${SFT_LR:-1e-4}
+SFT_DECISION_WEIGHT=${SFT_DECISION_WEIGHT:-1}   # loss weight of the one token that decides, after search 1, to search
+                                              # again or answer (agentic_verl/data/sft_trajectories.py); 1: none
 GRPO_STEPS=${GRPO_STEPS:-3}
 GRPO_BATCH_SIZE=${GRPO_BATCH_SIZE:-4}         # questions per step
 ROLLOUT_N=${ROLLOUT_N:-4}                     # samples per question (the GRPO group)
@@ -119,7 +121,8 @@ stage 5 "SFT cold start: $SFT_STEPS steps x $SFT_BATCH_SIZE trajectories (verl s
 SFT_MODEL="$OUT/ckpt/sft/global_step_$SFT_STEPS/huggingface"
 if ! skipped 5 "$SFT_MODEL"; then
     "$AGENTIC_VERL" data sft-trajectories --world "$OUT/world" --retrieval-url "$URL" --tokenizer "$BASE_MODEL" \
-        --topk "$TOPK" --out "$OUT/data/sft/train.parquet" > "$OUT/logs/sft_data.log"
+        --topk "$TOPK" --decision-weight "$SFT_DECISION_WEIGHT" --out "$OUT/data/sft/train.parquet" \
+        > "$OUT/logs/sft_data.log"
     python3 -c "import json, sys; s = json.load(open(sys.argv[1])); print(f\"{s['kept']} trajectories ({s['questions']} train questions), {s['mean_tokens']} tokens on average\")" \
         "$OUT/data/sft/train.stats.json"
     rm -rf "$OUT/ckpt/sft"

@@ -255,6 +255,33 @@ def test_cut_samples_on_a_hand_made_layout():
         cut_samples([9], response, mask, texts[:2])
 
 
+def test_token_weights_land_on_their_token_in_every_row_that_learns_it():
+    # the same layout; response index 4 (turn 1's only token) weighs 5, index 7 (turn 2's second) weighs 3
+    response, mask = [1, 2, 50, 51, 3, 52, 4, 5], [1, 1, 0, 0, 1, 0, 1, 1]
+    texts = ["<search> a </search>", "<search> b </search>", "<answer> c </answer>"]
+    rows, _ = cut_samples([9], response, mask, texts, token_weights={4: 5, 7: 3})
+    assert [r["loss_mask"] for r in rows] == [
+        [0, 1, 1], [0, 0, 0, 0, 0, 5], [0, 0, 0, 5], [0, 0, 0, 0, 0, 0, 0, 1, 3], [0, 0, 1, 3]]
+    assert [r["num_target_tokens"] for r in rows] == [2, 1, 1, 2, 2]  # tokens, not weights
+    (row,), _ = cut_samples([9], response, mask, texts, style="trajectory", token_weights={4: 5, 7: 3})
+    assert row["loss_mask"] == [0, 1, 1, 0, 0, 5, 0, 1, 3] and row["num_target_tokens"] == 5
+
+
+@pytest.mark.parametrize("weights, error", [
+    ({2: 4}, "index 2: not a policy token"),  # an observation token: the weight would never reach the loss
+    ({8: 4}, "index 8: not a policy token"),
+    ({-1: 4}, "index -1: not a policy token"),
+    ({4: 0}, "integer >= 1, got 0"),
+    ({4: 2.5}, "integer >= 1, got 2.5"),
+    ({4: True}, "integer >= 1, got True"),
+])
+def test_bad_token_weights_are_errors(weights, error):
+    response, mask = [1, 2, 50, 51, 3, 52, 4, 5], [1, 1, 0, 0, 1, 0, 1, 1]
+    texts = ["<search> a </search>", "<search> b </search>", "<answer> c </answer>"]
+    with pytest.raises(ValueError, match=error):
+        cut_samples([9], response, mask, texts, token_weights=weights)
+
+
 def test_cli_writes_parquet_and_stats_that_the_sft_dataset_reads(world, tmp_path, capsys):
     out = tmp_path / "sft.parquet"
     assert cli_main(["data", "sft-steps", str(world["dump"]), str(world["rewards"]), "--out", str(out)]) == 0

@@ -141,3 +141,38 @@ def test_steps_style_cuts_rag_r1_step_samples(toy_world_dir, toy_retrieval_url, 
         turns, _ = gold_turns(by_id[row.id], corpus)
         assert smollm2_tokenizer.decode(target) == turns[row.step]  # exactly one gold turn is learned
         assert row.kind == ("answer" if row.step == len(turns) - 1 else "search")
+
+
+def test_decision_weight_weighs_the_token_that_chooses_search_again_or_answer(
+        toy_world_dir, toy_retrieval_url, smollm2_dir, smollm2_tokenizer, tmp_path):
+    frames = {}
+    for weight in (1, 7):
+        out = tmp_path / f"w{weight}.parquet"
+        assert cli_main(["data", "sft-trajectories", "--world", str(toy_world_dir), "--retrieval-url",
+                         toy_retrieval_url, "--tokenizer", str(smollm2_dir), "--out", str(out), "--limit", "10",
+                         "--decision-weight", str(weight)]) == 0
+        frames[weight] = pd.read_parquet(out)
+        assert json.loads(out.with_suffix(".stats.json").read_text())["decision_weight"] == weight
+    plain, weighted = frames[1], frames[7]
+    assert list(plain["id"]) == list(weighted["id"]) and set(weighted["hops"]) == {1, 2}
+    for before, after in zip(plain.itertuples(), weighted.itertuples(), strict=True):
+        ids, mask = [int(t) for t in after.input_ids], [int(m) for m in after.loss_mask]
+        (index,) = [i for i, m in enumerate(mask) if m == 7]
+        assert [m for i, m in enumerate(mask) if i != index] == [int(m) for i, m in enumerate(before.loss_mask)
+                                                                  if i != index]
+        # the token right after the first observation's fact sentence: it decides between the two kinds of turn
+        expected = " Now" if after.hops == 2 else " </"
+        assert smollm2_tokenizer.decode([ids[index]]) == expected
+        turn_starts = [i for i in range(1, len(mask)) if mask[i] and not mask[i - 1]]
+        assert turn_starts[1] < index < turn_starts[2] if after.hops == 2 else turn_starts[1] < index
+        assert after.num_target_tokens == before.num_target_tokens  # a weight, not an extra target
+
+
+def test_decision_weight_must_be_a_positive_integer(toy_world_dir, tmp_path, capsys):
+    for bad in ("0", "-2", "1.5", "x"):
+        with pytest.raises(SystemExit) as exit_info:
+            cli_main(["data", "sft-trajectories", "--world", str(toy_world_dir), "--retrieval-url",
+                      "http://127.0.0.1:9", "--tokenizer", "t", "--out", str(tmp_path / "x.parquet"),
+                      "--decision-weight", bad])
+        assert exit_info.value.code == 2
+        assert "must be an integer >= 1" in capsys.readouterr().err

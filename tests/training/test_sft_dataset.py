@@ -85,3 +85,26 @@ def test_max_samples(parquet):
     assert len(PretokenizedSFTDataset(parquet, _Tok(), _config(), max_samples=1)) == 1
     assert torch.equal(PretokenizedSFTDataset(parquet, _Tok(), _config(), max_samples=1)[0]["input_ids"],
                        torch.tensor(ROWS[0]["input_ids"]))
+
+
+def test_an_integer_loss_mask_weight_counts_its_token_that_many_times_in_verls_sft_loss(tmp_path):
+    """`agentic-verl data sft-trajectories --decision-weight W` writes W into loss_mask; verl's collator keeps it and
+    verl's sft_loss (with the FSDP engine's token count, loss_mask.sum()) makes it a weighted token mean."""
+    from verl.utils import tensordict_utils as tu
+    from verl.utils.dataset.dataset_utils import SFTTensorCollator
+    from verl.workers.utils.losses import sft_loss
+
+    rows = [{"input_ids": [5, 6, 7, 8, 9], "loss_mask": [0, 0, 4, 0, 1]},
+            {"input_ids": [10, 11, 12], "loss_mask": [0, 1, 1]}]
+    path = tmp_path / "weighted.parquet"
+    pd.DataFrame(rows).to_parquet(path)
+    dataset = PretokenizedSFTDataset(str(path), _Tok(), {"max_length": 8})
+    batch = tu.get_tensordict(SFTTensorCollator("no_padding")([dataset[0], dataset[1]]), {"pad_mode": "no_padding"})
+    assert batch["loss_mask"].values().tolist() == [0, 0, 4, 0, 1, 0, 1, 1]
+    tu.assign_non_tensor(batch, batch_num_tokens=int(batch["loss_mask"].values().sum()), dp_size=1)
+    # log-prob at position i predicts token i + 1 (verl shifts the mask left by one)
+    log_probs = [torch.tensor([-0.1, -0.2, -0.3, -0.4, -0.5]), torch.tensor([-0.6, -0.7, -0.8])]
+    output = {"log_probs": torch.nested.as_nested_tensor(log_probs, layout=torch.jagged)}
+    loss, _ = sft_loss(config=None, model_output=output, data=batch)
+    expected = (4 * 0.2 + 1 * 0.4 + 0.6 + 0.7) / (4 + 1 + 1 + 1)
+    assert loss.item() == pytest.approx(expected)
