@@ -59,6 +59,8 @@ if (( START_STAGE > 4 )); then
     [[ "$USED_SPLIT" == "$EVAL_SPLIT" ]] || { echo "run.sh: START_STAGE=$START_STAGE would reuse a run made with" \
         "EVAL_SPLIT=$USED_SPLIT in $OUT; EVAL_SPLIT=$EVAL_SPLIT trains on other questions: run it from stage 1" >&2; exit 2; }
 fi
+[[ "$SFT_DECISION_WEIGHT" =~ ^[1-9][0-9]*$ ]] ||
+    { echo "run.sh: SFT_DECISION_WEIGHT must be an integer >= 1, got '$SFT_DECISION_WEIGHT'" >&2; exit 2; }
 [[ "$GRPO_KL_COEF" =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$ ]] ||
     { echo "run.sh: GRPO_KL_COEF must be a non-negative number, got '$GRPO_KL_COEF'" >&2; exit 2; }
 if [[ "$(python3 -c "print(float('$GRPO_KL_COEF') > 0)")" == True ]]; then

@@ -53,6 +53,8 @@ V2P_BAD_KNOBS = [
 RAG_R1_BAD_KNOBS = [
     *(({"GRPO_KL_COEF": value}, "GRPO_KL_COEF must be a non-negative number") for value in ("-1", "x", "1e", "0.1.2")),
     ({"EVAL_SPLIT": "train"}, "EVAL_SPLIT must be test or dev, got 'train'"),
+    *(({"SFT_DECISION_WEIGHT": value}, f"SFT_DECISION_WEIGHT must be an integer >= 1, got '{value}'")
+      for value in ("0", "1.5", "-3", "x")),
     ({"START_STAGE": "x"}, "START_STAGE must be a stage number 1-8, got 'x'"),
     ({"START_STAGE": "9"}, "START_STAGE must be a stage number 1-8, got '9'"),
 ]  # fmt: skip
