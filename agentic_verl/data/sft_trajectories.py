@@ -19,11 +19,12 @@ Rows are cut by `agentic_verl.data.sft_steps.cut_samples`, the same code that cu
 are learned, the prompt and every retrieved document are not (RAG-R1's "retrieved documents never in the target").
 Style `steps`: RAG-R1's step-level samples (each turn with and without the earlier turns in the input).
 
-`decision_weight` W > 1 gives one token per trajectory W times the loss weight of the others: the token right after
-the fact sentence of the turn that follows the first search (" Now" to search again, " </think>" to answer). It is
-the only token where a one-hop and a two-hop trajectory differ in kind; with weight 1 it is ~1 of ~87 learned tokens,
-and a short SFT learns the names and facts but leaves that choice near the data's base rate
-(docs/measurements.md, "On the dev split").
+`decision_weight` W > 1 gives the deciding tokens W times the loss weight of the others: in every turn after a
+search, the token right after its fact sentence (" Now" to search again, " </think>" to answer). The one after the
+first search is where a one-hop and a two-hop trajectory part; with weight 1 it is ~1 of ~87 learned tokens, and a
+short SFT learns the names and facts but leaves that choice near the data's base rate (docs/measurements.md, "On
+the dev split"). The two-hop trajectory's last turn is weighted too, so that " Now" is not learned as "what follows
+a fact" (weighting only the first decision made the model search a third time).
 
 Rows are read by `agentic_verl.training.sft_dataset.PretokenizedSFTDataset` in verl's SFT trainer.
 """
@@ -63,11 +64,11 @@ def gold_turns(question: dict, corpus: dict[str, str]) -> tuple[list[str], list[
     return turns, [p[1] for p in passages]
 
 
-DECISION_TURN = 1  # the policy turn after the first search's observation: search again or answer
+DECISION_TURN = 1  # the policy turn after the first search: where one-hop and two-hop trajectories part
 
 
 def decision_prefix(turn: str) -> str:
-    """The part of a gold turn before its deciding token: `<think>` and the fact sentence.
+    """The part of a gold turn after a search before its deciding token: `<think>` and the fact sentence.
 
     >>> decision_prefix("<think> Ada Bo was born in Kilu. </think>\\n<answer> Kilu </answer>")
     '<think> Ada Bo was born in Kilu.'
@@ -101,8 +102,8 @@ async def build_trajectories(rows: list[dict], questions: list[dict], corpus: di
                              hf_model_type: str | None = None, concurrency: int = 8,
                              style: str = "trajectory", decision_weight: int = 1) -> tuple[list[dict], dict]:
     """SFT rows (input_ids, loss_mask, ...) for `rows` (verl RL rows from rag_r1_parquet.to_rows) whose
-    toy-world `questions` (same order) have supporting_ids, cut in `style` (sft_steps.STYLES), the deciding token
-    weighted `decision_weight` (module docstring). Returns (rows, stats); `kept` counts trajectories, `samples`
+    toy-world `questions` (same order) have supporting_ids, cut in `style` (sft_steps.STYLES), the deciding
+    tokens weighted `decision_weight` (module docstring). Returns (rows, stats); `kept` counts trajectories, `samples`
     rows."""
     from agentic_verl.agent_loops.in_process import (
         ScriptedServerManager,
@@ -143,7 +144,8 @@ async def build_trajectories(rows: list[dict], questions: list[dict], corpus: di
         weights = {}
         if decision_weight > 1:
             policy_starts = [start for policy, start, _ in mask_runs(mask) if policy]
-            weights[policy_starts[DECISION_TURN] + decision_index(turns[DECISION_TURN], tokenizer)] = decision_weight
+            for start, turn in zip(policy_starts[1:], turns[1:], strict=True):  # every turn after a search
+                weights[start + decision_index(turn, tokenizer)] = decision_weight
         samples, _ = cut_samples(out.prompt_ids, response, mask, texts, style=style, token_weights=weights)
         source = {"id": question["id"], "question": question["question"],
                   "golden_answers": list(question["golden_answers"]), "hops": question["hops"],

@@ -143,7 +143,7 @@ def test_steps_style_cuts_rag_r1_step_samples(toy_world_dir, toy_retrieval_url, 
         assert row.kind == ("answer" if row.step == len(turns) - 1 else "search")
 
 
-def test_decision_weight_weighs_the_token_that_chooses_search_again_or_answer(
+def test_decision_weight_weighs_the_tokens_that_choose_search_again_or_answer(
         toy_world_dir, toy_retrieval_url, smollm2_dir, smollm2_tokenizer, tmp_path):
     frames = {}
     for weight in (1, 7):
@@ -157,15 +157,18 @@ def test_decision_weight_weighs_the_token_that_chooses_search_again_or_answer(
     assert list(plain["id"]) == list(weighted["id"]) and set(weighted["hops"]) == {1, 2}
     for before, after in zip(plain.itertuples(), weighted.itertuples(), strict=True):
         ids, mask = [int(t) for t in after.input_ids], [int(m) for m in after.loss_mask]
-        (index,) = [i for i, m in enumerate(mask) if m == 7]
-        assert [m for i, m in enumerate(mask) if i != index] == [int(m) for i, m in enumerate(before.loss_mask)
-                                                                  if i != index]
-        # the token right after the first observation's fact sentence: it decides between the two kinds of turn
-        expected = " Now" if after.hops == 2 else " </"
-        assert smollm2_tokenizer.decode([ids[index]]) == expected
+        weighted_at = [i for i, m in enumerate(mask) if m == 7]
+        assert [m for i, m in enumerate(mask) if i not in weighted_at] == [
+            int(m) for i, m in enumerate(before.loss_mask) if i not in weighted_at]
+        # in each turn after a search, the token right after its fact sentence: search again, or answer
         turn_starts = [i for i in range(1, len(mask)) if mask[i] and not mask[i - 1]]
-        assert turn_starts[1] < index < turn_starts[2] if after.hops == 2 else turn_starts[1] < index
-        assert after.num_target_tokens == before.num_target_tokens  # a weight, not an extra target
+        expected = [" Now", " </"] if after.hops == 2 else [" </"]
+        assert [smollm2_tokenizer.decode([ids[i]]) for i in weighted_at] == expected
+        for index, start, end in zip(weighted_at, turn_starts[1:], [*turn_starts[2:], len(ids)], strict=True):
+            assert start < index < end
+            assert smollm2_tokenizer.decode(ids[start:index]).startswith("<think> ")  # after the fact sentence
+            assert smollm2_tokenizer.decode(ids[start:index]).endswith(".")
+        assert after.num_target_tokens == before.num_target_tokens  # weights, not extra targets
 
 
 def test_decision_weight_must_be_a_positive_integer(toy_world_dir, tmp_path, capsys):
