@@ -48,8 +48,8 @@ def register_subcommands(sub) -> None:
     p.add_argument("--style", choices=STYLES, default="trajectory",
                    help="trajectory: one row per trajectory (default); steps: RAG-R1's step-level samples")
     p.add_argument("--decision-weight", type=_weight, default=1,
-                   help="loss weight of the token that decides, after the first search, whether to search again or "
-                        "answer (default 1: no extra weight)")
+                   help="loss weight of the token that decides, in each turn after a search, whether to search "
+                        "again or answer (default 1: no extra weight)")
     p.set_defaults(handler=_sft_trajectories)
 
     p = sub.add_parser("sft-steps",

@@ -36,7 +36,7 @@ SFT_STEPS=${SFT_STEPS:-8}
 SFT_BATCH_SIZE=${SFT_BATCH_SIZE:-8}
 SFT_MICRO_BATCH_SIZE=${SFT_MICRO_BATCH_SIZE:-4}   # same gradient as one micro-batch of 8 (verl divides by the step's tokens), ~half the RAM
 SFT_LR=${SFT_LR:-1e-4}
-SFT_DECISION_WEIGHT=${SFT_DECISION_WEIGHT:-1}   # loss weight of the one token that decides, after search 1, to search
+SFT_DECISION_WEIGHT=${SFT_DECISION_WEIGHT:-1}   # loss weight of the token that decides, after each search, to search
                                               # again or answer (agentic_verl/data/sft_trajectories.py); 1: none
 GRPO_STEPS=${GRPO_STEPS:-3}
 GRPO_BATCH_SIZE=${GRPO_BATCH_SIZE:-4}         # questions per step
