@@ -139,12 +139,11 @@ async def build_trajectories(rows: list[dict], questions: list[dict], corpus: di
             stats["dropped_loop_mismatch"] += 1
             return None
         response, mask = list(out.response_ids), list(out.response_mask)
-        texts = [tokenizer.decode(response[start:end], skip_special_tokens=True)
-                 for policy, start, end in mask_runs(mask) if policy]
+        policy_turns = [(start, end) for policy, start, end in mask_runs(mask) if policy]
+        texts = [tokenizer.decode(response[start:end], skip_special_tokens=True) for start, end in policy_turns]
         weights = {}
         if decision_weight > 1:
-            policy_starts = [start for policy, start, _ in mask_runs(mask) if policy]
-            for start, turn in zip(policy_starts[1:], turns[1:], strict=True):  # every turn after a search
+            for (start, _), turn in zip(policy_turns[1:], turns[1:], strict=True):  # every turn after a search
                 weights[start + decision_index(turn, tokenizer)] = decision_weight
         samples, _ = cut_samples(out.prompt_ids, response, mask, texts, style=style, token_weights=weights)
         source = {"id": question["id"], "question": question["question"],
