@@ -17,7 +17,7 @@
 #
 # Hardware: 2 CPU cores, ~10 GB RAM at the GRPO stage; no GPU, no network. Everything goes to $OUT
 #           (outputs/funreason_demo, gitignored) and /tmp. One demo at a time (two GRPO stages at once do not fit).
-# Runtime:  ~27 min on an idle 2-core machine (docs/measurements.md "FunReason miniature"): over the 20-min goal.
+# Runtime:  27-39 min on an idle 2-core machine (docs/measurements.md "FunReason miniature"): over the 20-min goal.
 # Target:   AST accuracy on held-out APIs: after SFT > before (the base model has never seen these APIs or the
 #           format), after GRPO >= after SFT; outputs not cut at the token limit (truncation rate printed per stage).
 # Knobs are environment variables (below); e.g. SEED=1 SFT_STEPS=12 bash recipes/funreason/demo.sh.
@@ -140,10 +140,11 @@ RL_MODEL="$OUT/ckpt/grpo/global_step_$GRPO_STEPS/actor/huggingface"
 stage 9 "evaluate AFTER GRPO, summary"
 evaluate 3_grpo "after GRPO" "$RL_MODEL"
 stage_end
+# SRML SFT, GRPO's start, right before GRPO: `demo seeds` gives the last stage's gain over the stage before it
 "$AGENTIC_VERL" demo summary --method funreason --seed "$SEED" --out "$OUT" \
     --stage "before SFT=$OUT/eval/0_base/result.json@${STAGE_SECONDS[3]}" \
-    --stage "after SRML SFT=$OUT/eval/1_sft_srml/result.json@$((STAGE_SECONDS[4] + STAGE_SECONDS[5]))" \
     --stage "after plain SFT=$OUT/eval/2_sft_plain/result.json@$((STAGE_SECONDS[6] + STAGE_SECONDS[7]))" \
+    --stage "after SRML SFT=$OUT/eval/1_sft_srml/result.json@$((STAGE_SECONDS[4] + STAGE_SECONDS[5]))" \
     --training "GRPO=$OUT/logs/grpo_metrics.jsonl@${STAGE_SECONDS[8]}" \
     --stage "after GRPO=$OUT/eval/3_grpo/result.json@${STAGE_SECONDS[9]}" \
     --seconds-total $(($(date +%s) - START))

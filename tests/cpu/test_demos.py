@@ -185,3 +185,17 @@ echo trained
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (tmp_path / "run.log").read_text() == "trained\ncleanup report\n"
     assert "after the stage" in proc.stdout
+
+
+def test_funreason_summary_puts_grpos_start_right_before_it():
+    """`demo seeds` reports the last stage's gain over the stage before it: for the FunReason demo that must be the
+    SRML SFT model GRPO starts from, not the plain SFT run beside it (the paper's comparison)."""
+    import re
+
+    script = FUNREASON.read_text()
+    grpo_model = re.search(r'MODEL_PATH="\$(\w+)" TRAIN_FILE="\$OUT/data/rl_train.parquet"', script).group(1)
+    evaluated = dict(re.findall(r'^evaluate \S+ "([^"]+)" "\$(\w+)"$', script, flags=re.M))
+    start_label = next(label for label, model in evaluated.items() if model == grpo_model)
+    summary_stages = re.findall(r'--stage "([^"=]+)=', script)
+    assert summary_stages[-1] == "after GRPO"
+    assert summary_stages[-2] == start_label == "after SRML SFT", summary_stages
