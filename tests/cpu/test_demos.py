@@ -7,6 +7,7 @@ minutes each: docs/measurements.md, "RAG-R1 demo", "FunReason miniature" and "V2
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -190,8 +191,6 @@ echo trained
 def test_funreason_summary_puts_grpos_start_right_before_it():
     """`demo seeds` reports the last stage's gain over the stage before it: for the FunReason demo that must be the
     SRML SFT model GRPO starts from, not the plain SFT run beside it (the paper's comparison)."""
-    import re
-
     script = FUNREASON.read_text()
     grpo_model = re.search(r'MODEL_PATH="\$(\w+)" TRAIN_FILE="\$OUT/data/rl_train.parquet"', script).group(1)
     evaluated = dict(re.findall(r'^evaluate \S+ "([^"]+)" "\$(\w+)"$', script, flags=re.M))
