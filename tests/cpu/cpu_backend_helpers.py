@@ -51,9 +51,8 @@ def ratio_at_one(step_metrics: dict) -> bool:
     policy's and verl logs no rollout/trainer comparison; with one mini-batch and one epoch per step the update's PPO
     ratio (trainer over rollout, before any weight moves) is that comparison instead. Measured with SmolLM2 in fp32:
     `actor/ppo_kl` 1.9-2.4e-6 (the FunReason demo's GRPO steps) and 1.5-1.7e-5 (the multi-turn BFCL test's), no
-    clipped token. Whether a rollout a step behind
-    the trainer fails this depends on how far one step moves the weights: the weight-sync negative control
-    (test_e2e_vllm.py) is the test for that, with verl's own comparison."""
+    clipped token. Whether a rollout a step behind the trainer fails this depends on how far one step moves the
+    weights: the weight-sync negative control (test_e2e_vllm.py) is the test for that, with verl's own comparison."""
     return abs(step_metrics["actor/ppo_kl"]) < 1e-3 and step_metrics["actor/pg_clipfrac"] == 0.0
 
 
