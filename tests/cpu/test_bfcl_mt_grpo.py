@@ -14,8 +14,8 @@ trajectory (1,280 + 384 tokens here), since 8 trajectories in one micro-batch to
 What it proves: real calls reach the simulators (the server's /health counters: sessions created and closed, calls
 executed), every session the loop opened is closed, the checker's verdicts reach the reward records (error types
 from bfcl-eval), verl's rollout and trainer agree on the log-probs at both steps (in bypass mode: the update's PPO
-ratio, trainer over rollout on the same weights, stays at 1), the agent metrics reach verl's
-step log, and the run leaves no process or /dev/shm segment behind.
+ratio, trainer over rollout on the same weights, stays at 1), the agent metrics reach verl's step log, and the run
+leaves no process or /dev/shm segment behind.
 
 Run it alone (minutes on 2 cores):
     .venv/bin/python -m pytest tests/cpu/test_bfcl_mt_grpo.py -m slow -p no:cacheprovider -q
