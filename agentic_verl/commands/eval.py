@@ -171,7 +171,9 @@ def _add_bfcl(sub) -> None:
     p.add_argument("--questions", nargs="+", default=[], metavar="FILE",
                    help="our own BFCL-format question files instead of the bfcl-eval package's (JSON lines named "
                         "BFCL_v4_<category>.json, possible answers in possible_answer/<same name> beside them; "
-                        "`agentic-verl data fc-toy-world` writes them); not with --categories")
+                        "`agentic-verl data fc-toy-world` writes single-turn ones, `agentic-verl data "
+                        "bfcl-multi-turn` multi-turn ones, OUT/bfcl/gen_multi_turn_<kind>.json); not with "
+                        "--categories")
     p.add_argument("--limit", type=int, default=None, help="first N questions of each category (or file)")
     p.add_argument("--out", default=None, help="folder for result.json, table.md and bfcl-eval's result/ and score/ "
                                                "files")

@@ -8,6 +8,8 @@
 Multi-turn entries (`MULTI_TURN`) are BFCL's as its loader makes them (`load_dataset_entry`): the function docs of
 the involved classes (`data/multi_turn_func_doc/`), the ground truth beside; `missed_function` keeps the names, which
 `rewards.bfcl.multi_turn_entry.parse_entry` turns into docs, the `bfcl_multi_turn` agent loop's row schema.
+`load_question_files` reads our own files in the same layouts instead: single-turn ones (the function-calling toy
+world's) and multi-turn ones (`agentic-verl data bfcl-multi-turn`'s held-out generated tasks).
 
 The question and possible-answer files are read from the installed package (`bfcl_eval/data/`, install it with
 `pip install --no-deps bfcl-eval==2026.3.23`); none of its modules is imported except the prompt templates
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -91,51 +94,86 @@ def load_multi_turn_questions(categories, limit: int | None = None) -> list[dict
     `entry` is the BFCL entry in the `bfcl_multi_turn` row schema (`id`, `question`, `initial_config`,
     `involved_classes`, `function`: every involved class's docs, `missed_function`: names, `ground_truth`)."""
     categories = [c for c in resolve_categories(categories) if c in MULTI_TURN] if categories else []
-    if not categories:
-        return []
-    from bfcl_eval.constants.executable_backend_config import MULTI_TURN_FUNC_DOC_FILE_MAPPING  # a plain dict module
-
-    data = _data_dir()
-    docs: dict[str, list[dict]] = {}
+    data = _data_dir() if categories else None
     questions = []
     for category in categories:
         name = f"{_VERSION}_{category}.json"
-        answers = {e["id"]: e["ground_truth"] for e in _read_jsonl(data / "possible_answer" / name)}
-        for entry in _read_jsonl(data / name)[:limit]:
-            functions = []
-            for class_name in entry["involved_classes"]:
-                if class_name not in docs:
-                    docs[class_name] = _read_jsonl(data / "multi_turn_func_doc" /
-                                                   MULTI_TURN_FUNC_DOC_FILE_MAPPING[class_name])
-                functions += copy.deepcopy(docs[class_name])
-            fields = {"id": entry["id"], "question": entry["question"], "initial_config": entry["initial_config"],
-                      "involved_classes": entry["involved_classes"], "function": functions,
-                      "ground_truth": answers[entry["id"]]}
-            if "missed_function" in entry:
-                fields["missed_function"] = entry["missed_function"]
-            questions.append({"id": entry["id"], "category": category, "entry": fields})
+        questions += _read_multi_turn(data / name, data / "possible_answer" / name, category, limit)
     return questions
 
 
-def load_question_files(paths, limit: int | None = None) -> list[dict]:
-    """`load_questions`'s records from our own BFCL-format files (`agentic-verl data fc-toy-world` writes them):
-    JSON lines named `BFCL_v<N>_<category>.json` (the category decides the checking rules), possible answers in
-    `possible_answer/<same name>` beside each file; the first `limit` of each file."""
+def _read_multi_turn(path, answer_path, category: str, limit: int | None) -> list[dict]:
+    """One multi-turn question file and its possible answers; an entry without `function` (bfcl-eval's own files)
+    gets its classes' docs from the installed bfcl-eval, as its loader adds them."""
+    answers = {e["id"]: e["ground_truth"] for e in _read_jsonl(answer_path)}
+    questions = []
+    for entry in _read_jsonl(path)[:limit]:
+        if entry["id"] not in answers:
+            raise ValueError(f"{entry['id']} has no ground truth in {answer_path}")
+        functions = entry.get("function")
+        if functions is None:
+            functions = [doc for name in entry["involved_classes"] for doc in _class_docs(name)]
+        fields = {"id": entry["id"], "question": entry["question"], "initial_config": entry["initial_config"],
+                  "involved_classes": entry["involved_classes"], "function": functions,
+                  "ground_truth": answers[entry["id"]]}
+        if "missed_function" in entry:
+            fields["missed_function"] = entry["missed_function"]
+        questions.append({"id": entry["id"], "category": category, "entry": fields})
+    return questions
+
+
+def _class_docs(class_name: str) -> list[dict]:
+    from bfcl_eval.constants.executable_backend_config import MULTI_TURN_FUNC_DOC_FILE_MAPPING  # a plain dict module
+
+    if class_name not in _CLASS_DOCS:
+        folder = _data_dir() / "multi_turn_func_doc"
+        _CLASS_DOCS[class_name] = _read_jsonl(folder / MULTI_TURN_FUNC_DOC_FILE_MAPPING[class_name])
+    return copy.deepcopy(_CLASS_DOCS[class_name])
+
+
+_CLASS_DOCS: dict[str, list[dict]] = {}
+
+
+def question_file_category(path: Path) -> str | None:
+    """The BFCL category a question file's name gives (`BFCL_v4_<category>.json`, or the multi-turn generator's
+    `gen_multi_turn_<kind>.json`), None when the name gives none it knows."""
     from agentic_verl.data.function_calling import bfcl_category
 
-    questions = []
+    match = _MULTI_TURN_GENERATED.match(path.name)
+    category = f"multi_turn_{match['kind']}" if match else bfcl_category("", path)
+    return category if category in CATEGORIES + MULTI_TURN else None
+
+
+_MULTI_TURN_GENERATED = re.compile(r"^gen_multi_turn_(?P<kind>[a-z_]+)\.json$")
+
+
+def load_question_files(paths, limit: int | None = None) -> tuple[list[dict], list[dict]]:
+    """Our own BFCL-format question files, the first `limit` of each: `(single_turn, multi_turn)`, the records of
+    `load_questions` and of `load_multi_turn_questions`. Single-turn files are JSON lines named
+    `BFCL_v<N>_<category>.json` (the category decides the checking rules; `agentic-verl data fc-toy-world` writes
+    them); multi-turn ones `BFCL_v<N>_multi_turn_<kind>.json` or `gen_multi_turn_<kind>.json` (`agentic-verl data
+    bfcl-multi-turn` writes these: held-out generated tasks). Possible answers in `possible_answer/<same name>`."""
+    single_turn, multi_turn = [], []
     for path in map(Path, paths):
-        category = bfcl_category("", path)
-        if category not in CATEGORIES:
+        category = question_file_category(path)
+        if category is None:
             raise ValueError(f"{path}: cannot tell the BFCL category from the file name; name it "
-                             f"BFCL_v4_<category>.json with a category of {', '.join(CATEGORIES)}")
+                             f"BFCL_v4_<category>.json with a category of {', '.join(CATEGORIES + MULTI_TURN)}, or "
+                             "gen_multi_turn_<kind>.json as `agentic-verl data bfcl-multi-turn` does")
         if not path.is_file():
             raise FileNotFoundError(f"BFCL question file not found: {path}")
-        questions += _read_questions(path, category, limit)
-    ids = [q["id"] for q in questions]
+        if category in MULTI_TURN:
+            answer_path = path.parent / "possible_answer" / path.name
+            if not answer_path.is_file():
+                raise FileNotFoundError(f"{path}: its ground truth {answer_path} is missing (the multi-turn checker "
+                                        "needs it)")
+            multi_turn += _read_multi_turn(path, answer_path, category, limit)
+        else:
+            single_turn += _read_questions(path, category, limit)
+    ids = [q["id"] for q in single_turn + multi_turn]
     if len(set(ids)) != len(ids):
         raise ValueError("question ids repeat across the --questions files (each file once, ids unique)")
-    return questions
+    return single_turn, multi_turn
 
 
 def _read_questions(path: Path, category: str, limit: int | None) -> list[dict]:

@@ -9,7 +9,8 @@ and on its multi-turn categories, scored by bfcl-eval's multi-turn checker (`bfc
 Questions: BFCL v4's AST categories (simple_python / java / javascript, multiple, parallel, parallel_multiple and
 their live_ counterparts) and irrelevance / live_irrelevance / live_relevance, read from the `bfcl-eval`
 package (`bfcl_data.py`), the first `limit` of each category; or our own BFCL-format question files
-(`questions`, e.g. the function-calling toy world's), each file one category, scored and aggregated the same way. Prompt: BFCL's prompting-mode system prompt over
+(`questions`: the function-calling toy world's, or the multi-turn generator's held-out tasks), each file one
+category, scored and aggregated the same way. Prompt: BFCL's prompting-mode system prompt over
 the function docs as BFCL builds them (or this repository's FunReason training prompt), then the question's
 turn, through the tokenizer's chat template. Generation: an in-process engine (`--model DIR`: `engine="vllm"`
 or `"hf"`, `agentic_verl.generation`) or an OpenAI-compatible server (`--endpoint URL --model-name NAME`),
@@ -139,10 +140,10 @@ def evaluate(settings: BFCLEvalSettings, engine=None) -> dict:
 
     # everything that can be wrong with the inputs fails here, before an engine starts (~1 min for vLLM)
     if settings.questions:
-        questions = load_question_files(settings.questions, settings.limit)
+        questions, multi_turn = load_question_files(settings.questions, settings.limit)
     else:
         questions = load_questions(settings.categories, settings.limit)
-    multi_turn = load_multi_turn_questions(settings.multi_turn_categories, settings.limit)
+        multi_turn = load_multi_turn_questions(settings.multi_turn_categories, settings.limit)
     if multi_turn and settings.bfcl_env_url is None:
         from agentic_verl.bfcl_env.venv import require_python
 

@@ -101,7 +101,8 @@ def test_files_read_back_through_data_fc_and_eval_bfcl(tmp_path, world):
     assert [type(r) for r in records] == [dict] * 256 and all(r["reasoning"] for r in records)
     assert Counter(r["category"] for r in records) == dict.fromkeys(KINDS, 64)
     # eval bfcl --questions: the same questions; scored with gold outputs everything is right, 1 call or 2 or 0
-    questions = load_question_files(written["test"])
+    questions, multi_turn = load_question_files(written["test"])
+    assert multi_turn == []
     assert [q["id"] for q in questions] == [e["id"] for e in world.questions["test"]]
     outputs = [render_calls(gold_calls(q["possible_answer"], q["functions"])) if q["possible_answer"]
                else "No function fits." for q in questions]  # fmt: skip
@@ -136,7 +137,7 @@ def test_the_eval_prompt_is_the_training_prompt(tmp_path, world):
 
     written = write_world(world, tmp_path / "world")
     records = {r["id"]: r for path in written["test"] for r in read_bfcl(path)}
-    for question in load_question_files(written["test"]):
+    for question in load_question_files(written["test"])[0]:
         record = records[question["id"]]
         trained = sft_row(record, "train", 0)["messages"][:-1]
         assert build_messages(question, "funreason") == trained == rl_row(record, "train", 0)["prompt"]

@@ -15,6 +15,7 @@ from agentic_verl.cli import main as cli_main
 from agentic_verl.eval.bfcl_data import (
     MULTI_TURN,
     load_multi_turn_questions,
+    load_question_files,
     load_questions,
     multi_turn_messages,
     resolve_categories,
@@ -216,6 +217,63 @@ def test_cli_starts_the_environment_server_and_stops_it(smollm2_dir, smollm2_tok
                                                                    range(len(questions[0]["entry"]["question"]))]
     assert json.loads((out / "score/mine/multi_turn/BFCL_v4_multi_turn_miss_func_score.json").read_text()
                       .splitlines()[0]) == {"accuracy": 0.0, "correct_count": 0, "total_count": 1}
+
+
+def test_held_out_generated_tasks_through_questions(bfcl_env, smollm2_dir, smollm2_tokenizer, tmp_path, monkeypatch,
+                                                   capsys):
+    """`eval bfcl --questions` on the multi-turn generator's own files (a held-out seed of `data bfcl-multi-turn`):
+    the entries as the generator wrote them (their docs, withheld functions, ground truth), judged by the same
+    checker; a gold policy passes and a silent one fails, per kind."""
+    from contextlib import contextmanager
+
+    import agentic_verl.generation as generation
+
+    data = tmp_path / "held_out"
+    assert cli_main(["data", "bfcl-multi-turn", "--out", str(data), "--seed", "7", "--count", "4", "--kinds", "base",
+                     "miss_func", "--classes", "MessageAPI", "--no-sft"]) == 0
+    files = sorted((data / "bfcl").glob("gen_multi_turn_*.json"))
+    single_turn, questions = load_question_files(files)
+    assert single_turn == [] and [q["category"] for q in questions] == ["multi_turn_base"] * 2 + [
+        "multi_turn_miss_func"] * 2
+    written = {json.loads(line)["id"]: json.loads(line) for f in files for line in f.read_text().splitlines()}
+    for q in questions:  # the generator's entry, not bfcl-eval's: its own docs and ground truth
+        assert q["entry"]["function"] == written[q["id"]]["function"] and q["entry"]["ground_truth"]
+    # the first task of each kind gets the gold calls, the second never calls
+    by_id = {q["id"]: q for q in questions}
+    right = {questions[0]["id"], questions[2]["id"]}
+    engine = TurnScript(smollm2_tokenizer, {qid: gold(by_id[qid]["entry"]) for qid in right})
+
+    @contextmanager
+    def scripted(name, model, **kwargs):
+        yield engine
+
+    monkeypatch.setattr(generation, "open_engine", scripted)
+    out = tmp_path / "eval"
+    assert cli_main(["eval", "bfcl", "--model", str(smollm2_dir), "--questions", *map(str, files),
+                     "--bfcl-env-url", bfcl_env.url, "--label", "held-out", "--out", str(out)]) == 0
+    result = json.loads((out / "result.json").read_text())
+    verdicts = {q["id"]: q["valid"] for q in result["questions"]}
+    assert verdicts == {qid: qid in right for qid in by_id}
+    assert {c: (s["n"], s["correct"]) for c, s in result["categories"].items()} == {
+        "multi_turn_base": (2, 1), "multi_turn_miss_func": (2, 1)}
+    # the withheld functions of a miss_func task stay out of its first prompt
+    missed = questions[2]
+    names = [name for names in missed["entry"]["missed_function"].values() for name in names]
+    assert names and all(f'"name": "{name}"' not in engine.prompts[missed["id"]][0] for name in names)
+    assert "| held-out (n=4) |" in capsys.readouterr().out
+
+    # a file whose name gives no category, and one without its ground truth: refused before anything runs
+    monkeypatch.setattr(generation, "open_engine", None)
+    odd = tmp_path / "tasks.json"
+    odd.write_text(files[0].read_text())
+    assert cli_main(["eval", "bfcl", "--model", str(smollm2_dir), "--questions", str(odd)]) == 2
+    bare = tmp_path / "bare" / files[0].name
+    bare.parent.mkdir()
+    bare.write_text(files[0].read_text())
+    assert cli_main(["eval", "bfcl", "--model", str(smollm2_dir), "--questions", str(bare)]) == 2
+    errors = capsys.readouterr().err
+    assert "cannot tell the BFCL category" in errors and "gen_multi_turn_<kind>.json" in errors
+    assert "possible_answer/gen_multi_turn_base.json is missing" in errors
 
 
 def test_bad_inputs_fail_before_anything_runs(smollm2_dir, tmp_path, monkeypatch, capsys):
