@@ -109,6 +109,7 @@ def test_sft_overrides_compose_with_the_sft_trainers_config(device, tmp_path):
     assert config.trainer.default_local_dir == "checkpoints/agentic_verl/funreason_mt_sft"  # what grpo.sh reads
     assert config.trainer.device == ("cpu" if device == "cpu" else "cuda")
     assert config.data.max_length == (8192 if device == "cpu" else 16384)
+    assert config.data.micro_batch_size_per_gpu == 1  # CPU: four ~3k-token trajectories at once ran out of memory
     if device == "gpu":  # verl's token packing must hold one whole trajectory
         assert config.data.use_dynamic_bsz is True and config.data.max_token_len_per_gpu >= config.data.max_length
 
