@@ -122,6 +122,9 @@ def _read_multi_turn(path, answer_path, category: str, limit: int | None) -> lis
     return questions
 
 
+_CLASS_DOCS: dict[str, list[dict]] = {}  # a class's function docs, read once per process
+
+
 def _class_docs(class_name: str) -> list[dict]:
     from bfcl_eval.constants.executable_backend_config import MULTI_TURN_FUNC_DOC_FILE_MAPPING  # a plain dict module
 
@@ -131,7 +134,7 @@ def _class_docs(class_name: str) -> list[dict]:
     return copy.deepcopy(_CLASS_DOCS[class_name])
 
 
-_CLASS_DOCS: dict[str, list[dict]] = {}
+_MULTI_TURN_GENERATED = re.compile(r"^gen_multi_turn_(?P<kind>[a-z_]+)\.json$")
 
 
 def question_file_category(path: Path) -> str | None:
@@ -142,9 +145,6 @@ def question_file_category(path: Path) -> str | None:
     match = _MULTI_TURN_GENERATED.match(path.name)
     category = f"multi_turn_{match['kind']}" if match else bfcl_category("", path)
     return category if category in CATEGORIES + MULTI_TURN else None
-
-
-_MULTI_TURN_GENERATED = re.compile(r"^gen_multi_turn_(?P<kind>[a-z_]+)\.json$")
 
 
 def load_question_files(paths, limit: int | None = None) -> tuple[list[dict], list[dict]]:
