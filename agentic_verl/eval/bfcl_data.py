@@ -94,7 +94,9 @@ def load_multi_turn_questions(categories, limit: int | None = None) -> list[dict
     `entry` is the BFCL entry in the `bfcl_multi_turn` row schema (`id`, `question`, `initial_config`,
     `involved_classes`, `function`: every involved class's docs, `missed_function`: names, `ground_truth`)."""
     categories = [c for c in resolve_categories(categories) if c in MULTI_TURN] if categories else []
-    data = _data_dir() if categories else None
+    if not categories:
+        return []
+    data = _data_dir()
     questions = []
     for category in categories:
         name = f"{_VERSION}_{category}.json"
