@@ -15,6 +15,10 @@ screens' click-in-box accuracy every --eval-every steps; compare with the world'
 instruction's third word (the colour of "Click the red circle"): whether the vision side can be matched at all when
 reading the instruction is free. --probe fits a logistic regression of a widget's colour on the untrained vision
 tower's feature of the patch at the widget's centre (train screens -> held-out screens).
+
+On a machine without the Qwen tokenizer package (a GPU machine with only torch), build the untrained model here with
+`--save-init DIR` (plus the size flags), carry DIR, and run there with `--init DIR --device cuda --precompute`
+(--precompute builds each sample's tensors once; --max-seconds stops training after that long).
 Results: docs/measurements.md, "V2P miniature".
 """
 
@@ -31,15 +35,20 @@ import torch
 
 
 def build(args):
+    """The untrained V2P model: built from the tiny Qwen2.5-VL config, or loaded from --init (a --save-init folder,
+    so that a machine without the Qwen tokenizer package can run the sim)."""
     from transformers import AutoProcessor
 
     from agentic_verl.v2p.model import V2PForConditionalGeneration, make_pointer_model
+
+    if args.init:
+        return V2PForConditionalGeneration.from_pretrained(args.init), AutoProcessor.from_pretrained(args.init)
     from agentic_verl.v2p.tiny import make_tiny_qwen2_5_vl
 
     folder = tempfile.mkdtemp(prefix="v2p_sim_")
     tiny = make_tiny_qwen2_5_vl(os.path.join(folder, "tiny"), seed=args.seed, hidden_size=args.hidden,
                                 num_layers=args.layers, vocab=args.vocab, vision_hidden=args.vision_hidden)
-    init = make_pointer_model(tiny, os.path.join(folder, "v2p"))
+    init = make_pointer_model(tiny, args.save_init or os.path.join(folder, "v2p"))
     model, processor = V2PForConditionalGeneration.from_pretrained(init), AutoProcessor.from_pretrained(init)
     shutil.rmtree(folder)
     return model, processor
@@ -75,6 +84,23 @@ def colour_probe(model, processor, screens) -> tuple[float, float]:
     return probe.score(x_train, y_train), probe.score(x_test, y_test)
 
 
+def collate(processor, rows: list[dict]) -> dict:
+    """build_batch's output for the samples whose one-sample batches are `rows` (right padding, as the processor)."""
+    from agentic_verl.v2p.batch import IGNORE_INDEX
+
+    pad_values = {"input_ids": processor.tokenizer.pad_token_id, "attention_mask": 0, "mm_token_type_ids": 0,
+                  "labels": IGNORE_INDEX, "pointer_labels": 0.0}
+    batch = {}
+    for key in rows[0]:
+        if key in ("pixel_values", "image_grid_thw"):
+            batch[key] = torch.cat([row[key] for row in rows])
+            continue
+        width = max(row[key].shape[1] for row in rows)
+        batch[key] = torch.cat([torch.nn.functional.pad(row[key], (0, width - row[key].shape[1]), value=pad_values[key])
+                                for row in rows])
+    return batch
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--hidden", type=int, default=64)
@@ -92,6 +118,13 @@ def main() -> None:
     parser.add_argument("--overfit", type=int, default=0, help="train and evaluate on the first N training samples")
     parser.add_argument("--oracle", action="store_true", help="pointer query = the colour word's input embedding")
     parser.add_argument("--probe", action="store_true", help="only the linear colour probe of the vision features")
+    parser.add_argument("--precompute", action="store_true",
+                        help="build every sample's tensors once, on the device, instead of running the processor "
+                             "at every step")
+    parser.add_argument("--device", default="cpu", help="torch device for the model, e.g. cuda")
+    parser.add_argument("--max-seconds", type=float, default=0, help="stop training after this long (0: no limit)")
+    parser.add_argument("--init", help="load the untrained V2P model from this --save-init folder")
+    parser.add_argument("--save-init", help="build the untrained V2P model into this folder and exit")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -103,6 +136,10 @@ def main() -> None:
     world = GuiWorld(args.seed, WorldConfig(button_share=args.button_share))
     screens = world.split_screens(args.train_screens, 30, 30)
     model, processor = build(args)
+    if args.save_init:
+        print(f"saved the untrained model in {args.save_init}")
+        return
+    model.to(args.device)
     if args.probe:
         if args.button_share != 0:
             raise SystemExit("--probe reads colours from icon instructions: use --button-share 0")
@@ -124,7 +161,7 @@ def main() -> None:
         if args.oracle:
             ids = [processor.tokenizer(" " + i.split()[2], add_special_tokens=False)["input_ids"][0]
                    for i in instructions]
-            oracle_queries[:] = list(model.get_input_embeddings()(torch.tensor(ids)))
+            oracle_queries[:] = list(model.get_input_embeddings()(torch.tensor(ids, device=model.device)))
 
     def accuracy() -> float:
         model.eval()
@@ -144,19 +181,31 @@ def main() -> None:
     print(f"{len(samples)} training samples, {len(held_out)} evaluated; "
           f"{sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters", flush=True)
     start, losses = time.monotonic(), []
+    rows = []
+    if args.precompute:
+        rows = [{key: value.to(args.device) for key, value in build_batch(processor, [sample]).items()}
+                for sample in samples]
+        print(f"precomputed {len(rows)} samples in {time.monotonic() - start:.0f} s", flush=True)
     for step in range(1, args.steps + 1):
-        chosen = rng.sample(samples, min(args.batch_size, len(samples)))
-        batch = build_batch(processor, chosen)
-        set_oracle([instruction for _, instruction, _ in chosen])
+        chosen = rng.sample(range(len(samples)), min(args.batch_size, len(samples)))
+        if args.precompute:
+            batch = collate(processor, [rows[i] for i in chosen])
+        else:
+            batch = build_batch(processor, [samples[i] for i in chosen])
+            batch = {key: value.to(args.device) for key, value in batch.items()}
+        set_oracle([samples[i][1] for i in chosen])
         out = model(**batch)  # the full stage's loss, as recipes/v2p/sft_full.sh: LM + pointer
         optimizer.zero_grad()
         out.loss.backward()
         optimizer.step()
         losses.append(out.pointer_loss.item())
-        if step % args.eval_every == 0 or step == args.steps:
+        out_of_time = args.max_seconds and time.monotonic() - start > args.max_seconds
+        if step % args.eval_every == 0 or step == args.steps or out_of_time:
             recent = losses[-50:]
             print(f"step {step}: pointer loss {sum(recent) / len(recent):.3f}, click accuracy {accuracy():.3f} "
                   f"({time.monotonic() - start:.0f} s)", flush=True)
+        if out_of_time:
+            break
 
 
 if __name__ == "__main__":

@@ -116,6 +116,26 @@ def test_batch_labels(pointer_processor, train_samples):
     assert torch.allclose(batch["pointer_labels"].sum(1), torch.ones(4))
 
 
+def test_pointer_sims_precomputed_batches_equal_build_batch(pointer_processor, screens):
+    """tests/cpu/v2p_pointer_sim.py --precompute pads one-sample batches together: its results hold only if that
+    equals build_batch on the same samples (instructions of different lengths, so the padding is exercised)."""
+    import sys
+    from pathlib import Path
+
+    from agentic_verl.v2p.batch import build_batch
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cpu"))
+    from v2p_pointer_sim import collate
+
+    samples = [(screen.image, element["instruction"], element["bbox"]) for screen in screens for element in screen.elements]
+    singles = [build_batch(pointer_processor, [sample]) for sample in samples]
+    assert len({single["input_ids"].shape[1] for single in singles}) > 1
+    expected, got = build_batch(pointer_processor, samples), collate(pointer_processor, singles)
+    assert got.keys() == expected.keys()
+    for key in expected:
+        torch.testing.assert_close(got[key], expected[key], rtol=0, atol=0, msg=key)
+
+
 def test_warmup_steps_lower_the_pointer_loss_and_touch_only_the_head(pointer_dir, pointer_processor, train_samples):
     """Stage 1 on synthetic screenshots: a few AdamW steps (lr 3e-3) lower L_ptr; the LLM, the vision tower and
     every embedding row but the pointer tokens' stay exactly as they were."""
