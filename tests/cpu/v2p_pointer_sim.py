@@ -126,6 +126,8 @@ def main() -> None:
     parser.add_argument("--init", help="load the untrained V2P model from this --save-init folder")
     parser.add_argument("--save-init", help="build the untrained V2P model into this folder and exit")
     args = parser.parse_args()
+    if args.init and args.save_init:
+        parser.error("--init loads a model that --save-init made: give one of them")
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
 
