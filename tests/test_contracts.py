@@ -1,5 +1,6 @@
 """The verl/vLLM symbols we rely on (agentic_verl.contracts) against the installed verl and vLLM, and proof that the
-check fails, readably, when one of them drifts (a renamed symbol, a renamed parameter, a reworded text).
+check fails, readably, when one of them drifts: a renamed symbol, a renamed parameter, a reworded text (here), a new
+required field, a changed return shape, a gone config key, a changed behaviour (tests/contracts/).
 
 The first check imports verl, vLLM and our adapters (~15-25 s here); the rest reuse them."""
 
@@ -14,7 +15,8 @@ import pytest
 from agentic_verl.commands import doctor
 from agentic_verl.contracts import CONTRACTS, Contract, check, check_contracts, checker, format_report
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "contracts.md"
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs" / "contracts.md"
 
 
 def _contract(target: str) -> Contract:
@@ -69,13 +71,15 @@ def test_a_renamed_function_a_renamed_parameter_and_a_missing_module(monkeypatch
 
 
 def test_a_reworded_text_we_match_is_reported():
-    # tool_agent_traced tells a tool's exception by verl's error text; a reworded text would count it as no failure
-    real = _contract("verl.experimental.agent_loop.tool_agent_loop:ToolAgentLoop._call_tool")
+    # tool_agent_traced copies verl's early-stop conditions to tell a parse error from an early stop
+    real = _contract("verl.experimental.agent_loop.tool_agent_loop:ToolAgentLoop._handle_generating_state")
     assert check(real).ok
-    reworded = dataclasses.replace(real, source_has=("Error running tool '{tool_name}'",))
-    assert check(reworded).problems == ["source no longer contains \"Error running tool '{tool_name}'\""]
+    reworded = dataclasses.replace(real, source_has=("if len(agent_data.response_mask) > self.response_length:",))
+    assert check(reworded).problems == [
+        "source no longer contains 'if len(agent_data.response_mask) > self.response_length:'"]
     # whitespace does not matter (verl reformatting a line is not drift), tokens do
-    assert check(dataclasses.replace(real, source_has=("Error   executing\n tool '{tool_name}'",))).ok
+    spaced = "if self.max_user_turns   and\n agent_data.user_turns >= self.max_user_turns:"
+    assert check(dataclasses.replace(real, source_has=(spaced,))).ok
 
 
 def test_a_package_that_is_not_installed_is_not_checked_rather_than_drifted():
@@ -114,4 +118,7 @@ def test_a_contract_must_name_its_kind_and_users():
 
 
 def test_docstring_examples():
-    assert doctest.testmod(checker).failed == 0
+    from agentic_verl.contracts import shapes, sources, surface
+
+    for module in (checker, shapes, sources, surface):
+        assert doctest.testmod(module).failed == 0, module.__name__

@@ -1,7 +1,9 @@
 """Every verl / vLLM symbol agentic_verl relies on beyond its documented hooks, and the hooks it subclasses.
 
 One entry per symbol: what we rely on, why, and which of our files does. `check_contracts()` checks each against
-the installed packages (tests/test_contracts.py, `agentic-verl doctor`); docs/contracts.md explains the list.
+the installed packages (tests/test_contracts.py, `agentic-verl doctor`); docs/contracts.md explains the list, and
+tests/test_contracts.py checks that every verl / vLLM name our code imports has an entry here naming that file.
+To add one: a `Contract(...)` in the group (`GROUPS`, the titles of docs/contracts.md's tables) it belongs to.
 Written against verl 0.9.1 and vLLM 0.24.0. An entry with `public=True` is a documented extension point (a
 registry, a base class, a config key); the others are internals no public hook reaches, so a verl or vLLM
 release may change them without notice: this list is where such a change shows up first.
@@ -25,6 +27,10 @@ _LOOPS = ("agentic_verl/agent_loops/rag_r1.py", "agentic_verl/agent_loops/functi
           "agentic_verl/agent_loops/gui.py", _MULTI_TURN)
 _FSDP = "verl.workers.engine.fsdp.transformer_impl"
 _TOOL_LOOP = "verl.experimental.agent_loop.tool_agent_loop"
+_MEGATRON = "verl.workers.engine.megatron.transformer_impl"  # imports megatron.core: read from its file (static)
+_TU = "verl.utils.tensordict_utils"
+_SEARCH = "agentic_verl/tools/search.py"
+_REWARD_FNS = ("reward_fns/qa_em.py", "reward_fns/bfcl_ast.py", "reward_fns/bfcl_multi_turn.py", "reward_fns/gui_click.py")
 
 VERL_SFT = (
     Contract("verl.trainer.sft_trainer:SFTTrainer", kind="class",
@@ -76,7 +82,7 @@ VERL_SFT = (
                        "each log-prob by its loss_mask value, so an integer loss_mask value is a token weight",
              why="loss 'sft' is verl's exactly, and V2P's LM term; RAG-R1 SFT rows weight the deciding token",
              used_by=(*_LOSSES, _TRAJECTORIES),
-             source_has=('data["dp_size"]', 'data["batch_num_tokens"]',
+             source_has=('data["dp_size"]', 'data["batch_num_tokens"]', "log_prob_flatten = log_prob.values()",
                          "masked_sum(log_prob_flatten, loss_mask_flatten)")),
     Contract("verl.utils.torch_functional:masked_sum",
              relies_on="sums values * mask (a numeric mask weighs each value)",
@@ -84,8 +90,59 @@ VERL_SFT = (
              source_has=("(valid_values * mask).sum(",)),
     Contract(f"{_FSDP}:FSDPEngine.forward_backward_batch",
              relies_on="batch_num_tokens (sft_loss's divisor) is the sum of loss_mask over the global batch",
-             why="with weights in loss_mask the SFT loss is a weighted token mean", used_by=(_TRAJECTORIES,),
-             source_has=('batch_num_tokens = data["loss_mask"].sum()',)),
+             why="with weights in loss_mask the SFT loss is a weighted token mean; SRML / V2P scale by dp_size",
+             used_by=(_TRAJECTORIES, *_LOSSES),
+             source_has=('batch_num_tokens = data["loss_mask"].sum()',
+                         "tu.assign_non_tensor(data, dp_size=self.get_data_parallel_size())")),
+    Contract(f"{_MEGATRON}:MegatronEngineWithLMHead.postprocess_micro_batch_func", static=True,
+             params=("output", "data", "forward_only", "loss_function"),
+             relies_on="calls the loss as loss_function(model_output=, data=, dp_group=) per micro-batch, as the FSDP "
+                       "engine does",
+             why="SRML (and loss 'sft') may run under engine=megatron: the same loss object, the same call",
+             used_by=(_SFT, "agentic_verl/training/sft_losses.py"),
+             source_has=("loss_function(model_output=model_output, data=data, dp_group=self.get_data_parallel_group())",)),
+    Contract(f"{_MEGATRON}:MegatronEngine.forward_backward_batch", static=True, params=("data", "loss_function"),
+             relies_on="puts batch_num_tokens (the global loss_mask sum) and dp_size in the batch before the micro-batches",
+             why="SRML's per-micro-batch share of the step's loss is scaled by dp_size, as sft_loss's is",
+             used_by=("agentic_verl/training/sft_losses.py",),
+             source_has=("tu.assign_non_tensor(data, batch_num_tokens=batch_num_tokens.item())",
+                         "tu.assign_non_tensor(data, dp_size=self.get_data_parallel_size())")),
+    Contract(f"{_MEGATRON}:MegatronEngine.get_data_parallel_group", static=True,
+             relies_on="the data-parallel process group", why="SRML all-reduces the step's span counts under Megatron",
+             used_by=(_SFT,)),
+    Contract(f"{_TU}:assign_non_tensor", params=("tensor_dict",), probe="assign_non_tensor_reads_back_plain",
+             relies_on="assign_non_tensor(data, key=int) stores a value that data[key] reads back as the plain int",
+             why="SRML / V2P add the step's global counts to the batch before verl splits it; the adapter replaces "
+                 "the step's metrics", used_by=(_SFT, *_LOSSES)),
+    Contract(f"{_TU}:get", params=("tensordict", "key", "default"), probe="get_unwraps_non_tensor",
+             relies_on="get(output, 'metrics') returns the metrics dict assigned, None when there is none",
+             why="the SFT adapter reduces the losses' verl Metrics to floats", used_by=(_SFT,)),
+    Contract(f"{_TU}:get_non_tensor_data", params=("data", "key", "default"), probe="get_non_tensor_data_defaults",
+             relies_on="get_non_tensor_data(data=, key='pad_mode', default=) returns the value assigned, else default",
+             why="SRML / V2P refuse any pad_mode but no_padding", used_by=_LOSSES),
+    Contract("verl.utils.dataset.dataset_utils:DatasetPadMode", kind="class", probe="pad_mode_matches_config_strings",
+             relies_on="DatasetPadMode.NO_PADDING equals the config string 'no_padding'",
+             why="the losses compare the batch's pad_mode with it", used_by=_LOSSES),
+    Contract("verl.trainer.sft_trainer:SFTTrainer.fit",
+             relies_on="hands every batch data.pad_mode as the non-tensor key 'pad_mode'",
+             why="the key the losses read (see get_non_tensor_data)", used_by=_LOSSES,
+             source_has=('"pad_mode": self.config.data.pad_mode',)),
+    Contract("verl.trainer.config:sft_trainer_engine.yaml", kind="config", public=True,
+             config_keys=("data.pad_mode", "data.max_length", "data.truncation", "data.custom_cls.path",
+                          "data.custom_cls.name"),
+             relies_on="the config our SFT trainer starts from (hydra defaults: sft_trainer_engine) has these keys",
+             why="our SFT datasets are chosen by data.custom_cls and honour pad_mode, max_length, truncation",
+             used_by=(_SFT, "agentic_verl/training/sft_dataset.py", "agentic_verl/training/fc_sft_dataset.py")),
+    Contract("verl.utils.metric:AggregationType", kind="class", source_has=('MEAN = "mean"', 'SUM = "sum"'),
+             relies_on="members SUM and MEAN", why="the losses' metrics name how verl reduces them", used_by=_LOSSES),
+    Contract("verl.utils.device:auto_set_device", params=("config",), public=True,
+             relies_on="sets trainer.device from the hardware, as verl's SFT main does", why="run_sft mirrors main",
+             used_by=(_SFT,)),
+    Contract("verl.utils.device:get_device_name", relies_on="'cpu' on the CPU platform, else the accelerator's name",
+             why="where collectives run; whether the CPU workarounds apply", used_by=(*_LOSSES, _WORKAROUNDS)),
+    Contract("verl.utils.distributed:destroy_global_process_group",
+             relies_on="tears down what initialize_global_process_group built", why="run_sft mirrors verl's main",
+             used_by=(_SFT,)),
     Contract("verl.utils.metric:Metric", kind="class", params=("aggregation", "value"),
              relies_on="Metric(AggregationType, value), .aggregate(), Metric.aggregate_dp([...])",
              why="our losses report metrics the way verl's engine reduces them", used_by=_LOSSES,
@@ -105,7 +162,8 @@ VERL_AGENT_LOOPS = (
     Contract("verl.experimental.agent_loop.agent_loop:_agent_loop_registry", kind="dict",
              relies_on="name -> hydra config ({'_target_': ...}) of every registered agent loop",
              why="verl has no public lookup: eval and SFT data generation build loops as AgentLoopWorker does, "
-                 "doctor checks registration", used_by=(_IN_PROCESS, _DOCTOR)),
+                 "doctor checks registration; the plugin adds outside loops as entries of the same form",
+             used_by=(_IN_PROCESS, _DOCTOR, "agentic_verl/plugin.py")),
     Contract("verl.experimental.agent_loop.agent_loop:AgentLoopBase.__init__",
              params=("trainer_config", "server_manager", "tokenizer", "processor", "dataset_cls", "data_config",
                      "hf_model_type"),
@@ -124,11 +182,12 @@ VERL_AGENT_LOOPS = (
              params=("messages", "images", "mm_inputs_out"), relies_on="the prompt's token ids, built as verl does",
              why="our loops' prompts match verl's tokenization", used_by=_LOOPS),
     Contract("verl.experimental.agent_loop.agent_loop:AgentLoopBase", kind="class", public=True,
-             relies_on="__init__ sets self.continuous_token_builder (the model family's Continuous Token builder) "
-                       "and self.loop (the running event loop)",
+             relies_on="the base class of every agent loop; __init__ sets self.continuous_token_builder (the model "
+                       "family's Continuous Token builder) and self.loop (the running event loop)",
              why="bfcl_multi_turn appends tool outputs and user turns through the builder, as verl's ToolAgentLoop "
-                 "does, and checks the prompt length itself instead of ct_build_initial_tokens' silent left cut",
-             used_by=(_MULTI_TURN,),
+                 "does, and checks the prompt length itself instead of ct_build_initial_tokens' silent left cut; the "
+                 "plugin refuses an outside loop that is not a subclass",
+             used_by=(_MULTI_TURN, "agentic_verl/plugin.py"),
              source_has=("self.continuous_token_builder = create_continuous_token_builder(",
                          "self.loop = get_event_loop()")),
     Contract("verl.utils.tokenizer.continuous_token:ContinuousTokenBuilder.build_initial_tokens",
@@ -165,13 +224,40 @@ VERL_AGENT_LOOPS = (
                          "SamplingParams(max_tokens=max_tokens, **sampling_params)")),
     Contract("verl.workers.rollout.replica:TokenOutput", kind="class",
              params=("token_ids", "log_probs", "stop_reason", "num_preempted", "extra_fields"),
-             relies_on="what server_manager.generate returns", why="our in-process server managers return it",
-             used_by=(_IN_PROCESS,)),
+             builds_with=("token_ids", "log_probs", "stop_reason"), probe="token_output_as_we_build_it",
+             relies_on="what server_manager.generate returns: built from token_ids, log_probs, stop_reason (and "
+                       "num_preempted, extra_fields); our loops read those fields",
+             why="our in-process server managers return it", used_by=(_IN_PROCESS,)),
     Contract("verl.experimental.agent_loop.agent_loop:AgentLoopOutput", kind="class", public=True,
              params=("prompt_ids", "response_ids", "response_mask", "response_logprobs", "multi_modal_data",
                      "mm_processor_kwargs", "num_turns", "metrics", "extra_fields"),
-             relies_on="an agent loop's result", why="every loop of ours returns one",
-             used_by=(*_LOOPS, "agentic_verl/agent_loops/trace.py")),
+             builds_with=("prompt_ids", "response_ids", "response_mask", "response_logprobs", "num_turns", "metrics",
+                          "extra_fields"), probe="agent_loop_output_as_we_build_it",
+             relies_on="an agent loop's result, built from these fields (metrics as a plain dict); the trace adds "
+                       "keys to its extra_fields", why="every loop of ours returns one",
+             used_by=(*_LOOPS, _TRACED, "agentic_verl/agent_loops/trace.py")),
+    Contract("verl.utils.dataset.rl_dataset:RLHFDataset", kind="class",
+             relies_on="__getitem__ hands a loop raw_prompt, index, tools_kwargs and interaction_kwargs (from the "
+                       "row's extra_info); loops get the class as dataset_cls",
+             why="sample_kwargs builds a loop's kwargs from a parquet row the same way; make_agent_loop passes it",
+             used_by=(_IN_PROCESS,),
+             source_has=('row_dict["raw_prompt"] =', 'row_dict["index"] = index',
+                         'row_dict["tools_kwargs"] = tools_kwargs',
+                         'row_dict["interaction_kwargs"] = interaction_kwargs')),
+    Contract("verl.workers.config.rollout:RolloutConfig", kind="class", public=True,
+             config_keys=("custom", "prompt_length", "response_length", "agent.agent_loop_config_path",
+                          "multi_turn.tool_config_path", "val_kwargs.temperature"),
+             relies_on="rollout.custom (a free dict: our loops' settings) and the rollout keys our loops read",
+             why="our loops read rollout.custom.<loop>; loop_trainer_config imitates the rest",
+             used_by=(*_LOOPS, _IN_PROCESS)),
+    Contract("verl.trainer.config:_generated_ppo_trainer.yaml", kind="config", public=True,
+             config_keys=("data.apply_chat_template_kwargs", "data.mm_processor_kwargs",
+                          "trainer.v1.sampler.custom_sampler.path", "trainer.v1.sampler.custom_sampler.name",
+                          "reward.custom_reward_function.path", "reward.custom_reward_function.name"),
+             relies_on="verl's trainer config has these keys",
+             why="loop_trainer_config imitates the data keys; a run selects our replay buffer and reward functions "
+                 "with the others", used_by=(_IN_PROCESS, "agentic_verl/agent_loops/trace_sampler.py",
+                                             *_REWARD_FNS)),
     Contract("verl.experimental.agent_loop.agent_loop:register", public=True, params=("agent_name",),
              relies_on="@register(name) puts a loop in verl's registry", why="our loops' names in YAML",
              used_by=(*_LOOPS, _TRACED)),
@@ -199,11 +285,11 @@ VERL_TOOL_AGENT_LOOP = (
              relies_on="appends the tool observations to agent_data.response_mask",
              why="observation tokens per trace turn", used_by=(_TRACED,)),
     Contract(f"{_TOOL_LOOP}:ToolAgentLoop._call_tool", params=("tool_call", "tools_kwargs", "agent_data"),
-             relies_on="returns (ToolResponse, reward, metrics dict); answers a tool's exception with the text "
-                       "\"Error executing tool '<name>': ...\"; per-sample tools in agent_data._active_tools",
+             probe="call_tool_returns_response_reward_metrics",
+             relies_on="returns (ToolResponse, reward, the tool's metrics dict); answers a tool's exception with the "
+                       "text \"Error executing tool '<name>': ...\"; per-sample tools in agent_data._active_tools",
              why="one trace tool call per call with its failure; the error text tells a tool's exception apart",
-             used_by=(_TRACED,),
-             source_has=("Error executing tool '{tool_name}'", 'getattr(agent_data, "_active_tools", self.tools)')),
+             used_by=(_TRACED,)),  # the probe calls it: the error text and _active_tools by behaviour
     Contract(f"{_TOOL_LOOP}:AgentData.__init__",
              relies_on="attributes tool_calls, response_ids, response_mask, assistant_turns, user_turns",
              why="read by the traced loop's overrides", used_by=(_TRACED,),
@@ -216,7 +302,39 @@ VERL_TOOL_AGENT_LOOP = (
              used_by=(_TRACED,), source_has=('self.tool_call_start_token: str = "<tool_call>"',)),
 )
 
+VERL_TOOLS = (
+    Contract("verl.tools.base_tool:BaseTool", kind="class", public=True,
+             relies_on="create / execute / release / get_openai_tool_schema; every method SearchTool defines is one of "
+                       "its own", why="SearchTool is a verl tool; tool configs name BaseTool subclasses",
+             used_by=(_SEARCH, "agentic_verl/tools/config.py"),
+             overridden_by="agentic_verl.tools.search:SearchTool", own=("raise_if_tripped", "_check_arguments",
+                                                                         "_retrieve")),
+    Contract("verl.tools.schemas:ToolResponse", kind="class", public=True, builds_with=("text",),
+             relies_on="ToolResponse(text=...)", why="a tool's observation", used_by=(_SEARCH,)),
+    Contract("verl.tools.schemas:OpenAIFunctionToolSchema", kind="class", public=True,
+             relies_on="the tool's schema, as the tool YAML gives it", why="SearchTool's schema; the tool config check",
+             used_by=(_SEARCH, "agentic_verl/tools/config.py")),
+    Contract("verl.utils.rollout_trace:rollout_trace_op", probe="rollout_trace_op_keeps_an_async_method",
+             relies_on="decorates an async method, keeps its signature and (tracing off) returns its result",
+             why="SearchTool.execute is traced like BaseTool.execute (verl's rollout traces)", used_by=(_SEARCH,)),
+)
+
 VERL_REWARDS_AND_METRICS = (
+    Contract("verl.trainer.ppo.reward:get_custom_reward_fn", public=True, params=("config",),
+             relies_on="loads reward.custom_reward_function.{path,name} from a file path; verl's reward managers call "
+                       "it with data_source, solution_str, ground_truth, extra_info",
+             why="how a run uses our reward_fns/*.py (tests/rewards/test_reward_fns_verl.py runs them through verl's "
+                 "loader and naive reward manager)", used_by=_REWARD_FNS,
+             source_has=('config.reward.get("custom_reward_function")',
+                         "load_extern_object(module_path=module_path, object_name=fn_name)")),
+    Contract("verl.experimental.reward_loop.reward_manager:register", public=True, params=("name",),
+             relies_on="@register(name) puts a reward manager in verl's registry", why="reward manager agentic_trace",
+             used_by=("agentic_verl/agent_loops/trace_reward.py",)),
+    Contract("verl.experimental.reward_loop.reward_manager.naive:NaiveRewardManager", kind="class",
+             relies_on="every method TraceRewardManager defines is one of its own",
+             why="agentic_trace is NaiveRewardManager plus the loop's metrics",
+             used_by=("agentic_verl/agent_loops/trace_reward.py",),
+             overridden_by="agentic_verl.agent_loops.trace_reward:TraceRewardManager"),
     Contract("verl.experimental.reward_loop.reward_manager.naive:NaiveRewardManager.run_single", params=("data",),
              relies_on="reads non_tensor_batch['tool_extra_fields'] and merges it into the reward's extra_info; "
                        "returns {'reward_score', 'reward_extra_info'}",
@@ -261,6 +379,15 @@ VERL_CPU = (
              relies_on="hard-codes attn_implementation=\"flash_attention_2\" (no flash-attn on CPU)",
              why="replaced on the CPU platform, while flash-attn is missing, by the same load with the configured "
                  "attention", used_by=(_WORKAROUNDS,), source_has=('attn_implementation="flash_attention_2"',)),
+    Contract("verl.plugin.platform:PlatformRegistry", kind="class", public=True,
+             source_has=("def register(", "def get("), relies_on="register(name) and get(name)",
+             why="the 'cpu' platform; doctor asks it", used_by=("agentic_verl/cpu/platform.py", _DOCTOR)),
+    Contract(f"{_FSDP}:FSDPEngineWithLMHead", kind="class",
+             relies_on="verl's FSDP actor engine (device-agnostic)", why="registered for device 'cpu'",
+             used_by=("agentic_verl/cpu/platform.py",)),
+    Contract(f"{_FSDP}:FSDPEngineWithValueHead", kind="class",
+             relies_on="verl's FSDP critic engine (device-agnostic)", why="registered for device 'cpu'",
+             used_by=("agentic_verl/cpu/platform.py",)),
     Contract("verl.plugin.platform:PlatformBase", kind="class", public=True,
              relies_on="every method PlatformCPU defines is one of PlatformBase's", why="the 'cpu' platform",
              used_by=("agentic_verl/cpu/platform.py",),
@@ -334,5 +461,15 @@ VLLM = (
              relies_on="a prompt given as token ids", why="the in-process engine", used_by=(_ENGINE,)),
 )
 
-CONTRACTS: tuple[Contract, ...] = (VERL_SFT + VERL_AGENT_LOOPS + VERL_TOOL_AGENT_LOOP + VERL_REWARDS_AND_METRICS
-                                   + VERL_CPU + VERL_VLLM_WEIGHT_SYNC + VLLM)
+# (title, contracts): docs/contracts.md has one table per group, under this title
+GROUPS: tuple[tuple[str, tuple[Contract, ...]], ...] = (
+    ("SFT trainer and losses", VERL_SFT),
+    ("Agent loops", VERL_AGENT_LOOPS),
+    ("verl's ToolAgentLoop (`tool_agent_traced`)", VERL_TOOL_AGENT_LOOP),
+    ("Tools", VERL_TOOLS),
+    ("Rewards and training metrics", VERL_REWARDS_AND_METRICS),
+    ("CPU platform and doctor", VERL_CPU),
+    ("verl's vLLM weight sync (CPU plugin, test instrumentation)", VERL_VLLM_WEIGHT_SYNC),
+    ("vLLM", VLLM),
+)
+CONTRACTS: tuple[Contract, ...] = tuple(contract for _, group in GROUPS for contract in group)
