@@ -74,6 +74,7 @@ def run_blocks(blocks: list[Block], workdir: Path) -> None:
             (workdir / name).symlink_to(ROOT / name)
     for number, block in enumerate(blocks, 1):
         if block.file:
+            (workdir / block.file).parent.mkdir(parents=True, exist_ok=True)  # `runnable: pkg/pyproject.toml`
             (workdir / block.file).write_text(block.code)
             continue
         script = workdir / f"_block_{number}.{'sh' if block.language == 'bash' else 'py'}"

@@ -126,6 +126,8 @@ def _registration_checks(report: dict) -> list[Check]:
     for entry in report["components"]:
         detail = "registered" if entry["registered"] else f"NOT registered (module {entry['module']})"
         checks.append(Check(f"{entry['kind']} {entry['name']}", entry["registered"], detail))
+    for entry in report.get("entry_points", []):  # outside packages' components (agentic_verl.* entry points)
+        checks.append(Check(f"{entry['kind']} {entry['name']}", entry["ok"], f"{entry['origin']}: {entry['detail']}"))
     return checks
 
 
@@ -138,7 +140,8 @@ def probe_registries() -> dict:
         {"kind": c.kind, "name": c.name, "module": c.module, "registered": _is_registered(c.kind, c.name)}
         for c in plugin.COMPONENTS
     ]
-    return {"plugin_loaded": True, "import_errors": dict(plugin.IMPORT_ERRORS), "components": components}
+    return {"plugin_loaded": True, "import_errors": dict(plugin.IMPORT_ERRORS), "components": components,
+            "entry_points": plugin.check_entry_points()}
 
 
 def _is_registered(kind: str, name: str) -> bool:
