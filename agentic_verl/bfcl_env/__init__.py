@@ -3,7 +3,10 @@ environment for multi-turn agent loops: a loopback HTTP server that runs in `.ve
 session of simulator instances per trajectory, and bfcl-eval's own multi-turn checker as the verdict.
 
 - protocol: the wire format and its pure parts (validation, output formatting, call strings), standard library;
-- sessions, checker, server: the server side, imported only in `.venv-bfcl` (they import bfcl-eval);
+- simulators, sessions, checker, server: the server side, imported only in `.venv-bfcl` (they import bfcl-eval);
+  simulators runs bfcl-eval's classes so that no run sees another's state (private copies of bfcl-eval's
+  module-level records, executor globals removed), for the server and the task generator
+  (`agentic_verl.data.bfcl_multi_turn`) alike;
 - venv (`.venv-bfcl`), process.BfclEnvProcess (start a server and wait for it), client.BfclEnvClient (async):
   the main package's side.
 

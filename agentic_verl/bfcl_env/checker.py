@@ -1,6 +1,6 @@
 """A trajectory's verdict from bfcl-eval's own multi-turn checker, with a verdict for every turn.
 
-Runs in `.venv-bfcl`. `check(entry, model_calls, methods)`:
+Runs in `.venv-bfcl`. `check(entry, model_strings, gt_strings)` (the outputs of `parse_check_request`):
 
 - the verdict (`valid`, `error_type`, `error_message`, `details`) is bfcl-eval's `multi_turn_checker`'s, after the
   two steps its eval runner (`_evaluate_single_multi_turn_entry`, which cannot be imported without its vendor SDKs)
@@ -9,9 +9,8 @@ Runs in `.venv-bfcl`. `check(entry, model_calls, methods)`:
 - `per_turn[t]`: whether turn t passes the same three checks (a response when the ground truth calls, the
   simulators' state, the ground truth's outputs among the model's so far) run with bfcl-eval's own
   `state_checker` / `response_checker` and executor, continuing after a failed turn (the official checker stops
-  at the first); a turn whose ground truth has no calls is not checked by BFCL and counts as passed. The first
-  failed turn and its error type are the official ones, or the check raises (our loop would have drifted from
-  bfcl-eval's).
+  at the first, whose turn and error type these are); a turn whose ground truth has no calls is not checked by
+  BFCL and counts as passed.
 
 bfcl-eval's executor runs call *strings* with `eval`. The strings it gets here are built by the server from
 parsed data, never taken from the request: a model call becomes `name(key=repr(value), ...)` only when `name` is a
@@ -21,16 +20,21 @@ string is parsed with `ast`, accepted only as a call of one of those methods wit
 back from its literals (protocol.parse_call_string / render_parsed); the entry id, which bfcl-eval puts into the
 names it evaluates, must match a plain pattern. So nothing from the request is evaluated beyond literals.
 
-bfcl-eval keeps its instances in module globals named after the model name and the entry id; every check uses a
-fresh model name and removes those globals afterwards, so checks never see each other's instances.
+The model's calls run once per check: bfcl-eval's checker runs the turns up to its verdict (the first failed turn,
+or all of them), its executor's outputs recorded on the way; the per-turn checks go on from the next turn with the
+same instances and those outputs. Every check runs on private copies of bfcl-eval's module-level records, under a
+model name of its own whose instances are removed afterwards (simulators.private_records / executor_model_name):
+a check changes nothing a later check or session sees. Within one check, the model's and the ground truth's
+instances share the check's copy of the records, as they share the module's in bfcl-eval's own runs (a charge on
+a long-context extension card shows on both sides).
 """
 
 from __future__ import annotations
 
 import copy
-import uuid
+import importlib
+from contextlib import contextmanager
 
-from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
 from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import (
     multi_turn_checker,
     response_checker,
@@ -54,9 +58,12 @@ from agentic_verl.bfcl_env.protocol import (
     require,
     to_jsonable,
 )
-from agentic_verl.bfcl_env.sessions import SIMULATOR_LOCK
+from agentic_verl.bfcl_env.simulators import SIMULATOR_LOCK, executor_model_name, private_records
 
-_MODEL_PREFIX = "agentic_verl_check_"
+# the module whose `execute_multi_turn_func_call` multi_turn_checker calls (the package exports a function that
+# shadows the submodule's name, hence import_module)
+_CHECKER_MODULE = importlib.import_module("bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker")
+_GROUND_TRUTH_SUFFIX = "_ground_truth"  # what multi_turn_checker appends to the model name for the ground truth
 # What a call of a name that is not one of the entry's functions becomes: evaluating it raises NameError, an error
 # output, as BFCL's evaluation of an unknown name does (the name itself is never put into evaluated text).
 UNKNOWN_FUNCTION_PLACEHOLDER = "agentic_verl_unknown_function()"
@@ -82,7 +89,7 @@ def parse_check_request(body: dict, methods_of: dict[str, set[str]]) -> tuple[di
     require(isinstance(ground_truth, list) and all(isinstance(t, list) and all(isinstance(c, str) for c in t)
                                                    for t in ground_truth),
             "entry.ground_truth", "a list of turns, each a list of call strings")
-    gt_strings = [[_ground_truth_call(text, functions, f"entry.ground_truth[{t}][{i}]") for i, text in enumerate(turn)]
+    gt_strings = [[checked_call_string(text, functions, f"entry.ground_truth[{t}][{i}]") for i, text in enumerate(turn)]
                   for t, turn in enumerate(ground_truth)]
     model_calls = body.get("model_calls")
     require(isinstance(model_calls, list) and all(isinstance(turn, list) for turn in model_calls), "model_calls",
@@ -103,7 +110,9 @@ def _model_call(name: str, arguments: dict, functions: set[str]) -> str:
         raise RequestError(422, f"model call {name}: {exc}") from None
 
 
-def _ground_truth_call(text: str, functions: set[str], where: str) -> str:
+def checked_call_string(text: str, functions: set[str], where: str) -> str:
+    """A BFCL call string written back from its literals, when it is one call of one of `functions` with literal
+    arguments; RequestError(422) saying why not."""
     try:
         name, args, kwargs = parse_call_string(text)
     except ValueError as exc:
@@ -124,41 +133,63 @@ def check(entry: dict, model_strings: list, gt_strings: list) -> dict:
                 "per_turn_error_types": [FORCE_TERMINATED] * n_turns, "details": {}}
     # bfcl-eval's eval runner drops the steps that decode to no call
     model_strings = [[step for step in turn if not is_empty_execute_response(step)] for turn in model_strings]
-    with SIMULATOR_LOCK:
-        official = _run_isolated(lambda name: multi_turn_checker(copy.deepcopy(model_strings), gt_strings,
-                                                                 copy.deepcopy(entry), "", name))
-        per_turn = _run_isolated(lambda name: _per_turn_verdicts(model_strings, gt_strings, entry, name))
+    with SIMULATOR_LOCK, private_records(entry["involved_classes"]), executor_model_name("check") as model_name, \
+            _recorded_executor() as record:
+        official = multi_turn_checker(copy.deepcopy(model_strings), gt_strings, copy.deepcopy(entry), "", model_name)
+        per_turn = _per_turn_verdicts(official, record, model_strings, gt_strings, entry, model_name)
     valid = bool(official["valid"])
-    first_failed = next((t for t, (ok, _) in enumerate(per_turn) if not ok), None)
-    official_type = None if valid else official.get("error_type")
-    if (first_failed is None) != valid or (first_failed is not None and per_turn[first_failed][1] != official_type):
-        raise RuntimeError(f"per-turn verdicts {per_turn} disagree with bfcl-eval's checker ({official_type}) on "
-                           f"{entry['id']}")
     details = {**(official.get("details") or {}),  # bfcl-eval's report (differences, states, outputs), one level
                **{k: v for k, v in official.items() if k not in ("valid", "error_type", "error_message", "details")}}
-    return {"valid": valid, "error_type": official_type, "error_message": official.get("error_message"),
-            "per_turn": [ok for ok, _ in per_turn], "per_turn_error_types": [error for _, error in per_turn],
-            "details": to_jsonable(details)}
+    return {"valid": valid, "error_type": None if valid else official.get("error_type"),
+            "error_message": official.get("error_message"), "per_turn": [ok for ok, _ in per_turn],
+            "per_turn_error_types": [error for _, error in per_turn], "details": to_jsonable(details)}
 
 
-def _per_turn_verdicts(model_strings: list, gt_strings: list, entry: dict, model_name: str) -> list:
-    """[(passed, error type or None)] per turn: multi_turn_checker's checks, turn by turn, not stopping at a
-    failure."""
+@contextmanager
+def _recorded_executor():
+    """bfcl-eval's executor as multi_turn_checker calls it, with what it ran recorded: {"model_outputs": every
+    output of the model's calls in order, "turns": how many turns' ground truths ran (the turns it checked)}."""
+    record = {"model_outputs": [], "turns": 0}
+
+    def execute(*args, **kwargs):
+        outputs, instances = execute_multi_turn_func_call(*args, **kwargs)
+        if kwargs["model_name"].endswith(_GROUND_TRUTH_SUFFIX):
+            record["turns"] += 1
+        else:
+            record["model_outputs"].extend(outputs)
+        return outputs, instances
+
+    _CHECKER_MODULE.execute_multi_turn_func_call = execute
+    try:
+        yield record
+    finally:
+        _CHECKER_MODULE.execute_multi_turn_func_call = execute_multi_turn_func_call
+
+
+def _per_turn_verdicts(official: dict, record: dict, model_strings: list, gt_strings: list, entry: dict,
+                       model_name: str) -> list:
+    """[(passed, error type or None)] per turn: the official checker's for the turns it checked (all passed but the
+    last, if it failed), then its three checks on each later turn, with the same instances, not stopping at a
+    failure. A turn whose ground truth calls nothing counts as passed (BFCL checks nothing there)."""
+    checked = record["turns"]
+    verdicts = [(True, None)] * checked
+    if not official["valid"]:
+        verdicts[-1] = (False, official.get("error_type"))
     long_context = long_context_of(entry["id"])
+    all_model_outputs = list(record["model_outputs"])
 
     def run(calls: list, name: str) -> tuple[list, dict]:
         return execute_multi_turn_func_call(calls, entry["initial_config"], entry["involved_classes"], name,
                                             entry["id"], long_context=long_context, is_evaL_run=True)
 
-    verdicts, all_model_outputs = [], []
-    for turn, gt_calls in zip(model_strings, gt_strings, strict=True):
+    for turn, gt_calls in list(zip(model_strings, gt_strings, strict=True))[checked:]:
         for step in turn:
             outputs, _ = run(step, model_name)
             all_model_outputs.extend(outputs)
         _, model_instances = run([], model_name)  # the instances after this turn (also when it made no call)
-        gt_outputs, gt_instances = run(gt_calls, model_name + "_ground_truth")
+        gt_outputs, gt_instances = run(gt_calls, model_name + _GROUND_TRUTH_SUFFIX)
         if not gt_calls:
-            verdicts.append((True, None))  # BFCL checks nothing on a turn whose ground truth calls nothing
+            verdicts.append((True, None))
         elif not turn:
             verdicts.append((False, EMPTY_TURN))
         elif not state_checker(model_instances, gt_instances)["valid"]:
@@ -168,14 +199,3 @@ def _per_turn_verdicts(model_strings: list, gt_strings: list, entry: dict, model
         else:
             verdicts.append((True, None))
     return verdicts
-
-
-def _run_isolated(run):
-    """`run(model_name)` with a model name of its own; bfcl-eval's globals for that name are removed afterwards."""
-    model_name = f"{_MODEL_PREFIX}{uuid.uuid4().hex}"
-    try:
-        return run(model_name)
-    finally:
-        names = vars(multi_turn_utils)
-        for key in [key for key in list(names) if key.startswith(model_name)]:
-            names.pop(key, None)

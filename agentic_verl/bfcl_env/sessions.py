@@ -9,24 +9,18 @@ A call is dispatched by name to a public method of one of the session's instance
 keyword arguments (the later class wins a name two classes share, as in bfcl-eval's method map); its result or
 error is formatted as BFCL's inference shows it to the model (protocol.format_output / error_output).
 
-Simulator code runs under one lock (`SIMULATOR_LOCK`): bfcl-eval's simulators share some module state (e.g.
-VehicleControlAPI's long-context weather dict, written on every call) and the GIL runs one thread at a time anyway.
+Simulator code runs under `simulators.SIMULATOR_LOCK` and on private copies of bfcl-eval's module-level records
+(`simulators.private_records`): a session's state is its own, whatever ran before it or beside it.
 """
 
 from __future__ import annotations
 
-import copy
-import importlib
-import inspect
 import secrets
 import threading
 import time
 from collections import OrderedDict
 
-from bfcl_eval.constants.executable_backend_config import CLASS_FILE_PATH_MAPPING, STATELESS_CLASSES
-
 from agentic_verl.bfcl_env.protocol import (
-    SERVED_CLASSES,
     Limits,
     RequestError,
     error_output,
@@ -34,50 +28,20 @@ from agentic_verl.bfcl_env.protocol import (
     public_state,
     unknown_function_output,
 )
+from agentic_verl.bfcl_env.simulators import (
+    SIMULATOR_LOCK,
+    load_classes,
+    new_instances,
+    private_records,
+    public_methods,
+)
 
-SIMULATOR_LOCK = threading.RLock()
 _FORGOTTEN_IDS = 65536  # how many closed/expired session ids are remembered, to say "expired" rather than "unknown"
 
 
-def load_classes() -> dict[str, type]:
-    """{class name: class} for every served class; ImportError that names `make bfcl-venv` when one cannot be
-    imported (a venv without a package the simulators need, e.g. mpmath for MathAPI)."""
-    classes = {}
-    for name in SERVED_CLASSES:
-        try:
-            classes[name] = getattr(importlib.import_module(CLASS_FILE_PATH_MAPPING[name]), name)
-        except (ImportError, KeyError, AttributeError) as exc:
-            raise ImportError(f"bfcl-eval's {name} simulator does not import here ({type(exc).__name__}: {exc}); "
-                              "update the venv with `make bfcl-venv`") from exc
-    return classes
-
-
-def public_methods(instance) -> dict:
-    """{name: bound method} of an instance's public methods (the functions BFCL exposes to the model)."""
-    return {name: method for name, method in inspect.getmembers(instance, predicate=inspect.ismethod)
-            if not name.startswith("_")}
-
-
-def new_instances(classes: dict[str, type], initial_config: dict, involved_classes: list[str],
-                  long_context: bool) -> dict:
-    """{class name: fresh instance}, each loaded from a deep copy of its part of `initial_config`, as bfcl-eval's
-    execute_multi_turn_func_call does on a trajectory's first call."""
-    instances = {}
-    for name in involved_classes:
-        instance = classes[name]()
-        if name not in STATELESS_CLASSES:
-            instance._load_scenario(copy.deepcopy(initial_config.get(name, {})), long_context=long_context)
-            # long_context merges bfcl-eval's module-level extension records into the instance by reference (e.g.
-            # TravelAPI's extra credit cards): a charge in one session would change every other session's card.
-            # Each session gets its own copy of everything it holds.
-            instance.__dict__.update(copy.deepcopy(instance.__dict__))
-        instances[name] = instance
-    return instances
-
-
 class Session:
-    def __init__(self, session_id: str, instances: dict):
-        self.id, self.instances = session_id, instances
+    def __init__(self, session_id: str, instances: dict, long_context: bool = False):
+        self.id, self.instances, self.long_context = session_id, instances, long_context
         self.methods = {}
         for instance in instances.values():  # in involved_classes order: a later class wins a shared name
             self.methods.update(public_methods(instance))
@@ -86,7 +50,16 @@ class Session:
 
     def execute(self, calls: list[tuple[str, dict]]) -> list[str]:
         """One output string per call; never raises for what the calls do (unknown name, bad arguments, a
-        simulator exception: error outputs)."""
+        simulator exception: error outputs). A long-context session runs on fresh copies of the module records:
+        what a method writes there (VehicleControlAPI's weather) reaches no other session. Only long-context
+        methods touch those records (bfcl-eval reads them behind `if self.long_context`), and copying TradingBot's
+        takes milliseconds, so other sessions skip the copy."""
+        if not self.long_context:
+            return self._execute(calls)
+        with private_records(list(self.instances)):
+            return self._execute(calls)
+
+    def _execute(self, calls: list[tuple[str, dict]]) -> list[str]:
         outputs = []
         for name, arguments in calls:
             method = self.methods.get(name)
@@ -132,7 +105,7 @@ class SessionStore:
             except Exception as exc:  # a config the simulators cannot load is the request's fault
                 raise RequestError(422, f"initial_config does not load into {involved_classes}: "
                                         f"{type(exc).__name__}: {exc}") from None
-        session = Session(secrets.token_hex(16), instances)
+        session = Session(secrets.token_hex(16), instances, long_context)
         with self._lock:
             if len(self._sessions) >= self.limits.max_sessions:  # others were created meanwhile
                 raise RequestError(429, f"the server's limit of {self.limits.max_sessions} sessions is reached")

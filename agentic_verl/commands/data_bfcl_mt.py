@@ -19,9 +19,10 @@ def register_subcommands(sub) -> None:
         "initial states, sampled chains of valid calls, user turns from templates, gold calls executed and judged "
         "valid by bfcl-eval's multi-turn checker. Writes OUT/bfcl/ (bfcl-eval's data layout), "
         "OUT/trajectories.jsonl, OUT/rl.parquet (the bfcl_multi_turn loop and reward), OUT/sft.parquet (the gold "
-        "trajectories in the loop's token layout; needs --tokenizer) and OUT/stats.json. A task sharing a user "
-        "turn or a class state with one of BFCL's 800 multi-turn questions is dropped. The same seed, count and "
-        "kinds give byte-identical files.",
+        "trajectories in the loop's token layout; needs --tokenizer) and OUT/stats.json. A task that shares a user "
+        "turn (equal, or a near copy: word 3-gram Jaccard >= 0.35), a class state or its whole call sequence with "
+        "one of BFCL's 800 multi-turn questions is dropped (counted by kind). The same seed, count and kinds give "
+        "byte-identical files.",
     )
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--seed", type=int, required=True, help="generation seed (>= 0)")
@@ -67,7 +68,8 @@ def _bfcl_multi_turn(args) -> int:
         asyncio.run(judge.check())  # EndpointError before any work when the server or model is not there
     stats = write_dataset(args.out, seed=args.seed, count=args.count, kinds=args.kinds, classes=args.classes,
                           tokenizer=args.tokenizer, sft_max_tokens=args.sft_max_tokens, judge=judge)
-    print(json.dumps({k: stats[k] for k in ("tasks", "by_kind", "dropped_bfcl_overlap", "dropped_no_valid_task")}))
+    print(json.dumps({k: stats[k] for k in ("tasks", "by_kind", "dropped_bfcl_overlap", "dropped_bfcl_overlap_by_kind",
+                                            "dropped_no_valid_task")}))
     print(f"data bfcl-multi-turn: {stats['tasks']} tasks -> {args.out}"
           + (f" (SFT: {stats['sft']['rows']} rows, {stats['sft']['tokens']} tokens)" if "sft" in stats else ""))
     return 0

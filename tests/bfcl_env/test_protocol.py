@@ -160,7 +160,7 @@ def test_the_pure_modules_import_no_bfcl_eval_and_the_server_modules_nothing_out
 
     allowed_in_venv = set(sys.stdlib_module_names) | {"bfcl_eval", "agentic_verl"}
     for module, rule in [("protocol", "pure"), ("venv", "pure"), ("process", "pure"), ("client", "pure"),
-                         ("sessions", "venv"), ("checker", "venv"), ("server", "venv")]:
+                         ("simulators", "venv"), ("sessions", "venv"), ("checker", "venv"), ("server", "venv")]:
         tree = ast.parse((PACKAGE / f"{module}.py").read_text())
         names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
@@ -171,4 +171,5 @@ def test_the_pure_modules_import_no_bfcl_eval_and_the_server_modules_nothing_out
             assert tops <= allowed_in_venv, (module, tops - allowed_in_venv)
             ours = {name for name in names if name.startswith("agentic_verl")}
             assert ours <= {"agentic_verl.bfcl_env", "agentic_verl.bfcl_env.protocol", "agentic_verl.bfcl_env.sessions",
-                            "agentic_verl.bfcl_env.checker", "agentic_verl.retrieval.auth"}, (module, ours)
+                            "agentic_verl.bfcl_env.simulators", "agentic_verl.bfcl_env.checker",
+                            "agentic_verl.retrieval.auth"}, (module, ours)

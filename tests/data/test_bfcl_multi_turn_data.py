@@ -20,7 +20,7 @@ import pytest
 from agentic_verl.agent_loops.bfcl_multi_turn import check_withheld_docs_absent
 from agentic_verl.agent_loops.prompts import bfcl_added_functions_message, bfcl_multi_turn_messages
 from agentic_verl.bfcl_env import venv as bfcl_venv
-from agentic_verl.data.bfcl_multi_turn import bridge, core, dataset, rewrite, rows, states
+from agentic_verl.data.bfcl_multi_turn import bridge, core, dataset, near_duplicates, rewrite, rows, states
 from agentic_verl.data.bfcl_multi_turn.overlap import BfclMultiTurnSet, bfcl_multi_turn_files
 from agentic_verl.data.function_calling import normalize_text
 from agentic_verl.rewards.bfcl.multi_turn_entry import parse_entry
@@ -124,7 +124,7 @@ def _alter_arguments(call: str) -> str:
 def test_the_checker_refuses_call_strings_that_are_not_literal_calls(tasks):
     entry = tasks[0]["entry"]
     for bad in ["__import__('os').getcwd()", "print(1)", "ls(a=open('x'))"]:
-        with pytest.raises(RuntimeError, match="is not a call|literal|malformed"):
+        with pytest.raises(RuntimeError, match="is not a call|literal|not a function of the entry"):
             bridge.check([{"entry": entry, "model_steps": [[[bad]]] + [[] for _ in entry["ground_truth"][1:]]}])
 
 
@@ -155,6 +155,64 @@ def test_a_task_sharing_a_turn_with_bfcl_is_dropped_and_replaced(tasks, monkeypa
     assert [t["entry"]["id"] for t in kept] == [tasks[0]["entry"]["id"], tasks[2]["entry"]["id"],
                                                 tasks[3]["entry"]["id"]]
     assert stats["dropped_bfcl_overlap"] == 1 and stats["indices_tried"] == 4
+
+
+BFCL_TURN = "Move 'final_report.pdf' within document directory to 'temp' directory in document. Make sure to create the directory"
+# multi_turn_base_0's ground truth, its positional `sort('final_report.pdf')` written with the keyword
+BFCL_CALLS = [["cd(folder='document')", "mkdir(dir_name='temp')", "mv(source='final_report.pdf', destination='temp')"],
+              ["cd(folder='temp')", "grep(file_name='final_report.pdf', pattern='budget analysis')"],
+              ["sort(file_name='final_report.pdf')"],
+              ["cd(folder='..')", "mv(source='previous_report.pdf', destination='temp')", "cd(folder='temp')",
+               "diff(file_name1='final_report.pdf', file_name2='previous_report.pdf')"]]
+
+
+def _with_first_turn(task: dict, text: str) -> dict:
+    task = copy.deepcopy(task)
+    task["entry"]["question"][0] = [{"role": "user", "content": text}]
+    return task
+
+
+def _planted(tasks: list[dict]) -> dict[str, dict]:
+    """Generated tasks made to share something with BFCL: a copied turn, a lightly paraphrased one (an opener and
+    a word added, a word replaced), BFCL's whole call sequence; and two left as they are."""
+    same_calls = copy.deepcopy(tasks[2])
+    same_calls["entry"]["ground_truth"] = BFCL_CALLS
+    return {"copied": _with_first_turn(tasks[0], BFCL_TURN.upper()),
+            "paraphrased": _with_first_turn(tasks[1], "Please move 'final_report.pdf' within the document directory to "
+                                                      "'temp' directory in document. Make sure you create the directory"),
+            "same_calls": same_calls, "kept": tasks[3], "kept_too": tasks[4]}
+
+
+def test_near_duplicates_of_bfcl_turns_and_its_call_sequences_are_found_unrelated_tasks_are_not(tasks):
+    from agentic_verl.data.bfcl_multi_turn.near_duplicates import NEAR_THRESHOLD, similarity
+
+    bfcl = BfclMultiTurnSet.load()
+    planted = _planted(tasks)
+    assert [kind for kind, _ in bfcl.findings(planted["copied"]["entry"])] == ["turn_text_equal"]
+    (kind, what), = bfcl.findings(planted["paraphrased"]["entry"])
+    assert kind == "turn_text_near" and "multi_turn_" in what
+    paraphrase = planted["paraphrased"]["entry"]["question"][0][0]["content"]
+    assert NEAR_THRESHOLD <= similarity(paraphrase, BFCL_TURN) < 1.0
+    assert bfcl.findings(planted["same_calls"]["entry"]) == [("call_sequence_equal",
+                                                              "calls = multi_turn_base_0's ground truth")]
+    one_call_less = copy.deepcopy(planted["same_calls"]["entry"])
+    one_call_less["ground_truth"][3] = one_call_less["ground_truth"][3][:-1]
+    assert bfcl.findings(one_call_less) == []  # a call sequence is a copy only when all of it is
+    assert bfcl.findings(planted["kept"]["entry"]) == bfcl.findings(planted["kept_too"]["entry"]) == []
+
+
+def test_the_generator_drops_tasks_that_share_something_with_bfcl_and_counts_them_by_kind(tasks, monkeypatch):
+    planted = list(_planted(tasks).values())
+
+    def generate(seed, start, count, kinds, classes=None):  # the planted tasks in index order
+        return planted[start:start + count], [], {}
+
+    monkeypatch.setattr(bridge, "generate", generate)
+    kept, stats = dataset.generate_tasks(0, 2, ALL_KINDS)
+    assert [t["entry"]["id"] for t in kept] == [tasks[3]["entry"]["id"], tasks[4]["entry"]["id"]]
+    assert stats["dropped_bfcl_overlap"] == 3 and stats["indices_tried"] == 5
+    assert stats["dropped_bfcl_overlap_by_kind"] == {"turn_text_equal": 1, "turn_text_near": 1, "state_equal": 0,
+                                                     "call_sequence_equal": 1}
 
 
 def test_rl_rows_are_the_bfcl_multi_turn_row_schema(written):
@@ -334,7 +392,7 @@ def test_judge_rewrites_keep_every_value_or_are_rejected(tasks, tmp_path):
         assert new == (old if len(old) % 2 == 0 else "Hi there, " + old[0].lower() + old[1:])
 
 
-@pytest.mark.parametrize("module", [core, states, rewrite])
+@pytest.mark.parametrize("module", [core, states, rewrite, near_duplicates])
 def test_doctests(module):
     assert doctest.testmod(module).failed == 0
 

@@ -35,7 +35,7 @@ def message_login(ctx: Context) -> Action | None:
     return Action(f"log in to the messaging app with my user ID {quoted(user_id)}",
                   [Call("message_login", {"user_id": user_id})],
                   Missing("log me in to the messaging app", "Which user ID should I log in with?",
-                          f"My user ID is {quoted(user_id)}."))
+                          f"Use {quoted(user_id)}."))  # not BFCL's own "My user id is 'USR001'."
 
 
 def send_message(ctx: Context) -> Action | None:

@@ -1,9 +1,10 @@
 """The pieces a generated task is made of: calls, actions (the calls one request needs, with its words), and the
 sampling context the per-class action samplers read. Standard library only (it runs in `.venv-bfcl`).
 
-A call's text is BFCL's ground-truth form, `name(arg=literal, ...)`, written from Python literals with `repr`, so
-bfcl-eval's executor (which evaluates these strings) never sees anything but a call of a simulator method with
-literal arguments.
+A call's text is BFCL's ground-truth form, `name(arg=literal, ...)`, written from Python literals with `repr` by the
+environment server's `protocol.render_call` (every value checked to read back as the same literal), so bfcl-eval's
+executor (which evaluates these strings) never sees anything but a call of a simulator method with literal
+arguments.
 
 >>> render_call("mv", {"source": "notes.txt", "destination": "archive"})
 "mv(source='notes.txt', destination='archive')"
@@ -18,29 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentic_verl.bfcl_env.protocol import SERVED_CLASSES, render_call
+
 KINDS = ("base", "miss_func", "miss_param", "long_context")  # BFCL's four multi-turn categories
-CLASSES = ("GorillaFileSystem", "MathAPI", "MessageAPI", "TicketAPI", "TradingBot", "TravelAPI", "TwitterAPI",
-           "VehicleControlAPI")  # bfcl-eval's multi-turn simulator classes, each with its request samplers
-_LITERALS = (str, int, float, bool, type(None))
-
-
-def literal_text(value: Any) -> str:
-    """A Python literal for a JSON-like value (str, int, float, bool, None, lists and dicts of them)."""
-    if isinstance(value, _LITERALS):
-        if isinstance(value, float) and value != value:
-            raise ValueError("NaN is not an argument value")
-        return repr(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(literal_text(v) for v in value) + "]"
-    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-        return "{" + ", ".join(f"{k!r}: {literal_text(v)}" for k, v in value.items()) + "}"
-    raise ValueError(f"{value!r} is not a literal argument value")
-
-
-def render_call(name: str, args: dict[str, Any]) -> str:
-    if not name.isidentifier():
-        raise ValueError(f"{name!r} is not a function name")
-    return f"{name}({', '.join(f'{key}={literal_text(value)}' for key, value in args.items())})"
+CLASSES = tuple(sorted(SERVED_CLASSES))  # bfcl-eval's multi-turn simulator classes, each with its request samplers
 
 
 @dataclass

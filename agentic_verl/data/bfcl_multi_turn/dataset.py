@@ -12,8 +12,10 @@ writes into `out`:
     stats.json           tasks per kind and class, what was dropped or rejected and why, token counts
 
 Tasks come from `bridge.generate` (bfcl-eval's simulators, in `.venv-bfcl`), task indices 0, 1, 2, ..., the kinds
-taking turns. A task whose user turn or class state equals one of BFCL's 800 multi-turn questions' is dropped
-(`overlap.py`), and so is an index none of whose attempts gave a valid task; later indices make up the count.
+taking turns. A task that shares anything with BFCL's 800 multi-turn questions is dropped (`overlap.py`: a user
+turn equal or near (word 3-gram Jaccard >= 0.35) to a BFCL turn, a class state equal to a BFCL state, the whole
+ground-truth call sequence equal to a BFCL question's; stats.json counts the dropped tasks by kind), and so is an
+index none of whose attempts gave a valid task; later indices make up the count.
 Everything is a function of (seed, count, kinds): the same arguments give the same bytes, rewrites aside (a judge
 model's replies are its own, though cached).
 """
@@ -28,6 +30,7 @@ from pathlib import Path
 
 from agentic_verl.data.bfcl_multi_turn import bridge
 from agentic_verl.data.bfcl_multi_turn.core import CLASSES, KINDS
+from agentic_verl.data.bfcl_multi_turn.overlap import KINDS as OVERLAP_KINDS
 from agentic_verl.data.bfcl_multi_turn.overlap import BfclMultiTurnSet
 from agentic_verl.data.bfcl_multi_turn.rows import bfcl_files, kind_of, rl_row
 
@@ -51,13 +54,16 @@ def check_arguments(seed: int, count: int, kinds: Sequence[str], classes: Sequen
 def generate_tasks(seed: int, count: int, kinds: Sequence[str], *, classes: Sequence[str] | None = None,
                    judge=None) -> tuple[list[dict], dict]:
     """`count` tasks ({"entry", "trajectory"}) on `classes` (default: all of them) that share nothing with BFCL's
-    multi-turn questions, and stats."""
+    multi-turn questions, and stats: `dropped_bfcl_overlap` tasks dropped for sharing something, and
+    `dropped_bfcl_overlap_by_kind` {overlap kind: tasks with a finding of that kind} (a task with findings of two
+    kinds counts under both)."""
     kinds = check_arguments(seed, count, kinds, classes)
     classes = sorted(classes) if classes else None
     bfcl = BfclMultiTurnSet.load()
     tasks: list[dict] = []
     stats = {"bfcl_questions_compared": bfcl.questions, "indices_tried": 0, "dropped_no_valid_task": 0,
-             "dropped_bfcl_overlap": 0, "rejected_attempts": Counter(), "rewrites_kept": 0, "rewrites_rejected": 0}
+             "dropped_bfcl_overlap": 0, "dropped_bfcl_overlap_by_kind": dict.fromkeys(OVERLAP_KINDS, 0),
+             "rejected_attempts": Counter(), "rewrites_kept": 0, "rewrites_rejected": 0}
     while len(tasks) < count:
         start, need = stats["indices_tried"], count - len(tasks)
         if start + need > count * MAX_INDEX_FACTOR + 20:
@@ -71,8 +77,11 @@ def generate_tasks(seed: int, count: int, kinds: Sequence[str], *, classes: Sequ
             stats["rewrites_kept"] += counts["rewrites_kept"]
             stats["rewrites_rejected"] += counts["rewrites_rejected"]
         for task in batch:
-            if bfcl.overlap(task["entry"]):
+            kinds_found = {kind for kind, _ in bfcl.findings(task["entry"])}
+            if kinds_found:
                 stats["dropped_bfcl_overlap"] += 1
+                for kind in kinds_found:
+                    stats["dropped_bfcl_overlap_by_kind"][kind] += 1
             else:
                 tasks.append(task)
     stats["rejected_attempts"] = dict(sorted(stats["rejected_attempts"].items()))

@@ -40,20 +40,25 @@ class ReplayEnv:
                          for calls, outputs in zip(turn_calls, turn_outputs, strict=True)]
         self.executed = 0
         self.closed = False
+        self.mismatches: list[str] = []  # the loop turns an environment error into a counted outcome: kept here
+
+    def _mismatch(self, message: str) -> ReplayMismatch:
+        self.mismatches.append(message)
+        return ReplayMismatch(message)
 
     async def create_session(self, *, initial_config: dict, involved_classes: list[str], long_context: bool = False):
         asked = {"initial_config": initial_config, "involved_classes": list(involved_classes),
                  "long_context": long_context}
         if json.loads(json.dumps(asked)) != json.loads(json.dumps(self.session)):
-            raise ReplayMismatch(f"{self.entry_id}: the loop opened a session on another state than the entry's")
+            raise self._mismatch(f"{self.entry_id}: the loop opened a session on another state than the entry's")
         return f"replay-{self.entry_id}"
 
     async def execute(self, session_id: str, calls: list[dict]) -> list[str]:
         if self.executed >= len(self.expected):
-            raise ReplayMismatch(f"{self.entry_id}: the loop executed a step beyond the gold trajectory: {calls}")
+            raise self._mismatch(f"{self.entry_id}: the loop executed a step beyond the gold trajectory: {calls}")
         expected, outputs = self.expected[self.executed]
         if json.loads(json.dumps(calls)) != json.loads(json.dumps(expected)):
-            raise ReplayMismatch(f"{self.entry_id}: gold step {self.executed} is {expected}, the loop executed {calls}")
+            raise self._mismatch(f"{self.entry_id}: gold step {self.executed} is {expected}, the loop executed {calls}")
         self.executed += 1
         return list(outputs)
 
@@ -61,10 +66,10 @@ class ReplayEnv:
         self.closed = True
 
     async def state(self, session_id: str) -> dict:
-        raise ReplayMismatch("a replayed trajectory has no live state")
+        raise self._mismatch("a replayed trajectory has no live state")
 
     async def check(self, *, entry: dict, model_calls: list) -> dict:
-        raise ReplayMismatch("a replayed trajectory is not checked here (the generator checked its gold)")
+        raise self._mismatch("a replayed trajectory is not checked here (the generator checked its gold)")
 
 
 @contextmanager
@@ -108,7 +113,7 @@ async def _one(row: dict, entry: dict, trajectory: dict, *, tokenizer, hf_model_
     with replay_environment({url: replay}):
         out = await loop.run({"temperature": 1.0}, **sample_kwargs(row))
     record = out.extra_fields["bfcl_multi_turn"]
-    problems = []
+    problems = list(replay.mismatches)
     if record["terminated"] is not None:
         problems.append(f"terminated: {record['terminated']}")
     if json.loads(json.dumps(record["model_calls"])) != json.loads(json.dumps(trajectory["calls"])):

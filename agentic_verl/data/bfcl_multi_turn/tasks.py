@@ -26,6 +26,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentic_verl.bfcl_env.protocol import format_output
+from agentic_verl.bfcl_env.simulators import method_owners, private_records
 from agentic_verl.data.bfcl_multi_turn import (
     actions_files,
     actions_finance,
@@ -137,7 +139,7 @@ def compose(rng: random.Random, says: list[str]) -> str:
 
 
 def _sample_turns(ctx: Context, classes: list[str], n_turns: int) -> list[Turn]:
-    owners = simulators.methods_of(classes)
+    owners = method_owners(classes)
     turns = []
     for _ in range(n_turns):
         turn = Turn(text=None)
@@ -146,7 +148,7 @@ def _sample_turns(ctx: Context, classes: list[str], n_turns: int) -> list[Turn]:
             if found is not None:
                 turn.actions.append(found[0])
                 # formatted now: a result can be a live attribute of the state, which later requests change
-                turn.outputs.append([simulators.format_result(result) for result in found[1]])
+                turn.outputs.append([format_output(result) for result in found[1]])
         if not turn.actions:
             raise Rejected("no_valid_request")
         turn.text = compose(ctx.rng, [action.say for action in turn.actions])
@@ -231,8 +233,14 @@ def build_task(seed: int, index: int, kind: str, attempt: int = 0, classes: list
     if not pool or set(pool) - set(SAMPLERS):
         raise ValueError(f"classes must be among {', '.join(sorted(SAMPLERS))}; got {classes}")
     rng = random.Random(f"bfcl-multi-turn/{seed}/{index}/{attempt}")
-    long_context = kind == "long_context"
     classes = _choose_classes(rng, pool)
+    # what the live run writes into bfcl-eval's module data (the long-context weather) stays with this task
+    with private_records(classes):
+        return _build(rng, seed, index, kind, classes)
+
+
+def _build(rng: random.Random, seed: int, index: int, kind: str, classes: list[str]) -> dict:
+    long_context = kind == "long_context"
     initial_config = {name: initial_state(name, rng, big=long_context) for name in classes if name not in STATELESS}
     ctx = Context(rng, simulators.load_instances(initial_config, classes, long_context), long_context)
     if "TravelAPI" in initial_config:
@@ -246,7 +254,7 @@ def build_task(seed: int, index: int, kind: str, attempt: int = 0, classes: list
         turns = _withhold_argument(rng, turns)
 
     task_id = entry_id(seed, index, kind)
-    owners = simulators.methods_of(classes)
+    owners = method_owners(classes)
     calls = [call for turn in turns for action in turn.actions for call in action.calls]
     entry = {"id": task_id,
              "question": [[{"role": "user", "content": turn.text}] if turn.text is not None else [] for turn in turns],
