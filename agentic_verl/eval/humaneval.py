@@ -16,14 +16,19 @@ Prompts (`prompt_style`):
 - `completion` (base models): the problem's prompt is continued and cut at the first top-level `def`/`class`/
   `if`/`print`/`#` line, as in the HumanEval paper.
 
-Scoring: program = solution + the problem's `test` + `check(entry_point)`, run by `sandbox.run_program` (fresh
-process, rlimits on CPU time and memory, wall-clock timeout, a fresh temporary folder as working directory; as root,
-an unprivileged user; the network unshared where the kernel allows: see sandbox.py). Greedy decoding, one sample per
-problem: pass@1 = the fraction that pass.
+Scoring: program = solution + the problem's `test` + `check(entry_point)`, run by `sandbox.run_program`. It passes
+only when it ran to its last statement, `check(entry_point)`, without an exception: the sandbox's launcher then
+hands back the run's random nonce, which the program itself cannot reach; the exit status never counts
+(`sandbox/__init__.py`, `sandbox/boot.py`). Each program runs in its own namespaces (read-only view of the Python
+installation only, no network, its own uid, private /program and /tmp), with rlimits and a wall-clock timeout.
+Greedy decoding, one sample per problem: pass@1 = the fraction that pass. Any model output (huge, NUL bytes,
+invalid code) ends as a counted status, never an exception.
 
 Running model-written code needs an explicit opt-in, as in OpenAI's harness: `allow_code_execution=True`
-(`--allow-code-execution`); without it `evaluate` refuses before it loads anything. The isolation the programs got
-(`sandbox.isolation().describe()`) goes to stderr, to `summary["isolation"]` and under the table.
+(`--allow-code-execution`); without it `evaluate` refuses before it loads anything. Where the full sandbox cannot
+start, `evaluate` refuses too (SandboxUnavailable, with the kernel's reason) unless `allow_reduced_isolation=True`
+(`--allow-reduced-isolation`). The isolation the programs got (`sandbox.isolation().describe()`) goes to stderr, to
+`summary["isolation"]` and under the table.
 """
 
 from __future__ import annotations
@@ -39,8 +44,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from agentic_verl.eval.output import write_run
-from agentic_verl.eval.sandbox import STATUSES, Limits, isolation, run_program
-from agentic_verl.net import check_model_or_endpoint
+from agentic_verl.eval.sandbox import STATUSES, Isolation, Limits, isolation, run_program
+from agentic_verl.net import EndpointError, check_model_or_endpoint
 
 # HumanEval pass@1 of Qwen2.5-Coder-7B-Instruct, FunReason's code-retention table (docs/methods.md, FunReason section)
 PUBLISHED_PASS_AT_1 = {"Qwen2.5-Coder-7B-Instruct (published)": 0.866,
@@ -56,6 +61,11 @@ _FIELDS = ("task_id", "prompt", "test", "entry_point")
 
 class CodeExecutionNotAllowed(ValueError):
     """`evaluate` without `allow_code_execution`: nothing was loaded or run."""
+
+
+class GenerationFailed(str):
+    """A problem whose output could not be turned into text (e.g. lone surrogates the tokenizer refuses): its
+    record gets status `generation_error` and this message, and no program runs."""
 
 
 @dataclass
@@ -78,6 +88,7 @@ class HumanEvalSettings:
     dtype: str = "auto"
     label: str = ""
     allow_code_execution: bool = False  # the opt-in to run model-written code on this machine (module docstring)
+    allow_reduced_isolation: bool = False  # run even where the full sandbox cannot start (module docstring)
 
     def __post_init__(self):
         check_model_or_endpoint(self.model, self.endpoint, self.model_name)
@@ -135,7 +146,7 @@ def extract_solution(problem: dict, text: str, prompt_style: str = "chat") -> st
         return problem["prompt"] + text[:cut].rstrip() + "\n"
     match = _FENCE.search(text)
     code = match.group(1) if match else text
-    if re.search(rf"^\s*def\s+{re.escape(problem['entry_point'])}\s*\(", code, re.MULTILINE):
+    if re.search(rf"^[ \t]*def\s+{re.escape(problem['entry_point'])}\s*\(", code, re.MULTILINE):
         return problem["prompt"] + "\n" + code.rstrip() + "\n"
     return problem["prompt"] + code.rstrip() + "\n"
 
@@ -145,12 +156,21 @@ def program(problem: dict, solution: str) -> str:
     return f"{solution}\n\n{problem['test']}\n\ncheck({problem['entry_point']})\n"
 
 
-def run_solutions(problems: list[dict], solutions: list[str], limits: Limits, workers: int = 2) -> list[dict]:
-    """Each solution's sandbox result, `workers` programs at a time."""
+def run_solutions(problems: list[dict], solutions: list[str], limits: Limits, workers: int = 2,
+                  plan: Isolation | None = None) -> list[dict]:
+    """Each solution's sandbox result, `workers` programs at a time (`plan`: default `isolation()`). A program the
+    sandbox could not start (an OSError here: no disk, no file descriptors) is a `sandbox_error` record."""
+    def one(problem: dict, solution: str) -> dict:
+        record = {"task_id": problem["task_id"]}
+        try:
+            result = run_program(program(problem, solution), limits, plan)
+        except OSError as e:
+            return record | {"passed": False, "status": "sandbox_error", "seconds": 0.0, "output": repr(e)}
+        return record | {"passed": result.status == "passed", "status": result.status, "seconds": result.seconds,
+                         "output": result.output}
+
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        results = list(pool.map(lambda ps: run_program(program(*ps), limits), zip(problems, solutions, strict=True)))
-    return [{"task_id": p["task_id"], "passed": r.status == "passed", "status": r.status, "seconds": r.seconds,
-             "output": r.output} for p, r in zip(problems, results, strict=True)]  # fmt: skip
+        return list(pool.map(one, problems, solutions))
 
 
 # ---- evaluation ---------------------------------------------------------------------------------------------------
@@ -160,7 +180,7 @@ def evaluate(settings: HumanEvalSettings, engine=None) -> dict:
     from agentic_verl.eval.qa_eval import _dtype, load_tokenizer
 
     refuse_without_opt_in(settings)
-    plan = isolation()  # probed before any model loads: a sandbox that cannot run fails first
+    plan = isolation(settings.allow_reduced_isolation)  # before any model loads: a sandbox that cannot run fails first
     print(f"isolation: {plan.describe()}", file=sys.stderr)
     problems = load_problems(settings.problems, settings.limit)  # input errors before an engine starts
     tokenizer = load_tokenizer(settings.tokenizer or settings.model or settings.model_name)
@@ -179,12 +199,18 @@ def evaluate(settings: HumanEvalSettings, engine=None) -> dict:
         with open_engine(settings.engine, settings.model, dtype=_dtype(settings.dtype),
                          max_batch_size=settings.concurrency) as built:
             texts, seconds = asyncio.run(_generate(settings, built, tokenizer, prompts))
-    solutions = [extract_solution(p, t, settings.prompt_style) for p, t in zip(problems, texts, strict=True)]
+    generated = [(p, t) for p, t in zip(problems, texts, strict=True) if not isinstance(t, GenerationFailed)]
+    solutions = [extract_solution(p, t, settings.prompt_style) for p, t in generated]
     started = time.perf_counter()
-    records = run_solutions(problems, solutions, settings.limits, settings.workers)
-    for record, text in zip(records, texts, strict=True):
-        record["completion"] = text
-    statuses = {s: sum(r["status"] == s for r in records) for s in STATUSES}
+    ran = iter(run_solutions([p for p, _ in generated], solutions, settings.limits, settings.workers, plan))
+    records = [{"task_id": p["task_id"], "passed": False, "status": "generation_error", "seconds": 0.0,
+                "output": str(t), "completion": ""} if isinstance(t, GenerationFailed) else next(ran) | {"completion": t}
+               for p, t in zip(problems, texts, strict=True)]  # fmt: skip
+    statuses = {s: sum(r["status"] == s for r in records) for s in (*STATUSES, "generation_error")}
+    if statuses["sandbox_error"]:  # the sandbox, not the model, failed these: say so, they count as not passed
+        first = next(r for r in records if r["status"] == "sandbox_error")
+        print(f"WARNING: the sandbox could not run {statuses['sandbox_error']} of {len(records)} programs "
+              f"(first, {first['task_id']}: {first['output'][:300]})", file=sys.stderr)
     n = len(records)
     summary = {"n": n, "passed": statuses["passed"], "pass@1": statuses["passed"] / n if n else 0.0,
                "statuses": statuses, "generation_seconds": round(seconds, 1),
@@ -201,8 +227,8 @@ def refuse_without_opt_in(settings: HumanEvalSettings) -> None:
     raise CodeExecutionNotAllowed(
         "eval humaneval runs the Python code the model writes: each generated solution together with the problem's "
         f"tests, as a separate `{sys.executable} -I` process on this machine ({settings.workers} at a time, "
-        f"{settings.timeout_s:g} s wall clock, {settings.cpu_s} CPU s, {settings.memory_mb} MiB each; as root under an "
-        "unprivileged user, without network where the kernel allows). Untrusted models can write harmful code: "
+        f"{settings.timeout_s:g} s wall clock, {settings.cpu_s} CPU s, {settings.memory_mb} MiB each; in mount, pid "
+        "and network namespaces under a uid of its own, which needs root here). Untrusted models can write harmful code: "
         "pass --allow-code-execution (HumanEvalSettings(allow_code_execution=True)) to allow it, ideally inside a "
         "container or VM without network.")
 
@@ -223,10 +249,15 @@ async def _generate(s: HumanEvalSettings, engine, tokenizer, prompts: list[list[
         sampling["stop"] = list(COMPLETION_STOP)
     semaphore = asyncio.Semaphore(s.concurrency)
 
-    async def one(i: int, ids: list[int]) -> str:
-        async with semaphore:
-            out = await engine.generate(ids, dict(sampling), request_id=f"humaneval-{i}")
-        return tokenizer.decode(out.token_ids, skip_special_tokens=True)
+    async def one(i: int, ids: list[int]) -> str | GenerationFailed:
+        try:
+            async with semaphore:
+                out = await engine.generate(ids, dict(sampling), request_id=f"humaneval-{i}")
+            return tokenizer.decode(out.token_ids, skip_special_tokens=True)
+        except EndpointError:
+            raise  # a dead or refusing server stops the run, loudly (the CLI exits 2 with its message)
+        except Exception as e:  # noqa: BLE001 - text the tokenizer cannot take (lone surrogates): that problem fails
+            return GenerationFailed(f"{type(e).__name__}: {e}"[:500])
 
     started = time.perf_counter()
     try:

