@@ -128,9 +128,14 @@ test-gpu: install-gpu
 	$(GPU_PY) -m pytest -m "gpu and not megatron" tests/gpu -rs
 
 # The rag_r1 GRPO and SFT recipes on verl's Megatron engine, 2 steps each on one GPU (tests/gpu/test_megatron_gpu.py).
-# Adds verl's `megatron` extra (megatron-core, mbridge, TransformerEngine, ...; CUDA builds) to .venv-gpu.
+# Adds to .venv-gpu what verl's Megatron engine imports, from PyPI (docs/install.md, "Megatron requirements"; not
+# verl's `megatron` extra, which pins megatron-bridge 0.5.2, absent from PyPI): install/megatron.txt (megatron-core,
+# mbridge: the recipes' MEGATRON_BRIDGE=mbridge; `make test` resolves it), then TransformerEngine, whose PyTorch
+# extension is an sdist built against .venv-gpu's torch (needs nvcc and cuDNN headers): install/megatron_te.txt.
+MEGATRON_REQUIREMENTS := install/megatron.txt
 test-gpu-megatron: install-gpu
-	$(GPU_PIP) install $(GPU_FROM) "verl[megatron]==0.9.1"
+	$(GPU_PIP) install $(GPU_FROM) -r $(MEGATRON_REQUIREMENTS)
+	$(GPU_PIP) install $(GPU_FROM) --no-build-isolation -r install/megatron_te.txt
 	$(GPU_PY) -m pytest -m "gpu and megatron" tests/gpu -rs
 
 # Every wheel install-gpu needs, from PyPI into GPU_WHEELHOUSE (default wheelhouse-gpu; several GB: docs/install.md).

@@ -157,3 +157,61 @@ def test_gpu_stack_resolves_with_our_package(resolution):
 def test_whole_wheel_downloads_reads_pips_log(line, found):
     # the guard in the resolution test must recognise pip's log lines, or it could never fail
     assert whole_wheel_downloads(line) == found
+
+
+# -- verl's Megatron engine (make test-gpu-megatron) ---------------------------------------------------------------
+MEGATRON_REQUIREMENTS = REPO / "install" / "megatron.txt"
+MEGATRON_RESOLVE_TIMEOUT_S = 300  # measured ~20 s: a few wheels' metadata, torch's CUDA wheels by range requests
+# verl's checkpoint manager warns below megatron-core 0.14 ("recommend upgrading ... for checkpoint compatibility")
+MEGATRON_CORE_MIN = "0.14.0"
+
+
+def _pins(path: Path) -> dict[str, str]:
+    """name -> version of each `name==version` line (comments dropped)."""
+    pins = {}
+    for line in path.read_text().splitlines():
+        requirement = line.split("#", 1)[0].strip()
+        if requirement:
+            name, sep, version = requirement.partition("==")
+            assert sep, f"{path.name}: {requirement!r} is not pinned"
+            pins[canonicalize_name(name)] = version.strip()
+    return pins
+
+
+def test_make_test_gpu_megatron_installs_the_requirements_file():
+    # the target installs install/megatron.txt (what the test below resolves), not verl's unresolvable extra
+    makefile = (REPO / "Makefile").read_text()
+    target = makefile.split("\ntest-gpu-megatron:", 1)[1].split("\n\n", 1)[0]
+    assert "MEGATRON_REQUIREMENTS := install/megatron.txt" in makefile
+    assert "-r $(MEGATRON_REQUIREMENTS)" in target and "verl[megatron]" not in target
+
+
+@pytest.mark.timeout(MEGATRON_RESOLVE_TIMEOUT_S + 60)
+def test_megatron_requirements_resolve_next_to_verls_gpu_pins(tmp_path):
+    """install/megatron.txt exists on PyPI for this Python and resolves with verl 0.9.1's GPU pins (torch 2.11.0,
+    transformers 5.9.0): pip's resolver for real, without installing (as above)."""
+    report_path, log_path = tmp_path / "report.json", tmp_path / "pip.log"
+    command = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--use-feature=fast-deps",
+               "--report", str(report_path), "--log", str(log_path), "--quiet", "--disable-pip-version-check",
+               "-r", str(MEGATRON_REQUIREMENTS), *(f"{name}=={GPU_STACK[name]}" for name in ("torch", "transformers"))]
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, env=_pip_env(), cwd=tmp_path,
+                              timeout=MEGATRON_RESOLVE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"pip's resolver did not finish in {MEGATRON_RESOLVE_TIMEOUT_S} s (it needs PyPI)")
+    assert proc.returncode == 0, (f"install/megatron.txt does not resolve next to verl's GPU pins (this check needs "
+                                  f"PyPI):\n{_stderr_tail(proc.stderr)}")
+    big = [(name, mb) for name, mb in whole_wheel_downloads(log_path.read_text()) if mb > WHOLE_WHEEL_LIMIT_MB]
+    assert not big, f"the dry run downloaded whole wheels: {big}"
+
+    versions = {canonicalize_name(item["metadata"]["name"]): item["metadata"]["version"]
+                for item in json.loads(report_path.read_text())["install"]}
+    pins = _pins(MEGATRON_REQUIREMENTS)
+    assert set(pins) == {"megatron-core", "mbridge"}
+    assert {name: versions.get(name) for name in pins} == pins
+    assert (versions["torch"], versions["transformers"]) == (GPU_STACK["torch"], GPU_STACK["transformers"])
+    from packaging.version import Version
+
+    assert Version(pins["megatron-core"]) >= Version(MEGATRON_CORE_MIN)
+    # the legacy bridge path needs neither Megatron-Bridge nor the packages verl's extra could not install
+    assert not {"megatron-bridge", "flash-attn", "apex"} & set(versions), sorted(versions)

@@ -267,10 +267,13 @@ def test_docstring_examples():
 
 
 # -- the recipes ---------------------------------------------------------------------------------------
-# A stand-in python3: the preflight and the data-mode lookup (`python3 -m agentic_verl.cli ...`) run in the real
-# interpreter; anything else (verl's launch) is recorded instead of run.
+# A stand-in python3: the preflight, the data-mode lookup (`python3 -m agentic_verl.cli ...`) and the SFT checkpoint
+# lookup (`python3 -m agentic_verl.training.checkpoints`) run in the real interpreter; anything else (verl's launch)
+# is recorded instead of run.
 _PYTHON3 = """#!/usr/bin/env bash
-if [[ "$1 $2" == "-m agentic_verl.cli" ]]; then exec "{python}" "$@"; fi
+if [[ "$1 $2" == "-m agentic_verl.cli" || "$1 $2" == "-m agentic_verl.training.checkpoints" ]]; then
+    exec "{python}" "$@"
+fi
 printf '%s\\n' "$@" > "$RECORD_FILE"
 """
 
@@ -324,13 +327,14 @@ def test_recipe_refuses_a_dead_server_before_launching(rag_data, tiny_model, tmp
 
 
 def test_rl_recipes_start_from_the_sft_checkpoint(rag_data, tiny_model, retrieval_server, tmp_path):
-    """MODEL_PATH unset: the latest checkpoint sft.sh saved (verl's tracker file + global_step_N/huggingface); with
+    """MODEL_PATH unset: the latest checkpoint sft.sh saved (verl's tracker file + its HF folder: FSDP's layout here,
+    both engines' in tests/training/test_checkpoint_handoff.py); with
     none, a refusal that says to run sft.sh first or set MODEL_PATH."""
     env = {"TRAIN_FILE": str(rag_data["sq_train"]), "VAL_FILE": str(rag_data["sq_test"]),
            "RETRIEVAL_URL": retrieval_server.url, "SFT_CHECKPOINT_DIR": str(tmp_path / "sft")}
     proc, overrides = _run_recipe("rag_r1/grpo.sh", tmp_path, env)
     assert proc.returncode == 2 and overrides == []
-    assert "there is no SFT checkpoint with HF weights in" in proc.stderr
+    assert "holds no SFT checkpoint with HF weights" in proc.stderr
     assert "Run bash recipes/rag_r1/sft.sh first" in proc.stderr and "MODEL_PATH=Qwen/Qwen2.5-7B-Instruct" in proc.stderr
 
     hf = tmp_path / "sft" / "global_step_3" / "huggingface"
@@ -363,3 +367,77 @@ def test_sft_recipe_saves_the_hf_folder_the_rl_recipes_read(tiny_model, tmp_path
         config = compose(config_name=launch[3], overrides=launch[4:])
     assert config.trainer.default_local_dir == "checkpoints/agentic_verl/rag_r1_sft"  # what ppo/grpo.sh look in
     assert list(config.checkpoint.save_contents) == ["model", "optimizer", "extra", "hf_model"]
+
+
+# ENGINE=megatron as recipes/_common/engine.sh launches it (main_ppo; the SFT trainer's keys are engine.*)
+MEGATRON_RL = ["model_engine=megatron", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
+               "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2",
+               "actor_rollout_ref.actor.megatron.context_parallel_size=1"]
+
+
+def test_settings_from_a_megatron_recipe_launch():
+    # the composed config carries the engine and its sizes; offload comes from the Megatron actor's own keys
+    launch = ["--config-path", str(REPO / "recipes"), "--config-name", "rag_r1/grpo", "trainer.n_gpus_per_node=8",
+              *MEGATRON_RL, "actor_rollout_ref.actor.megatron.optimizer_offload=True"]
+    settings = settings_from_overrides(RagR1Settings("grpo"), launch)
+    assert (settings.engine, settings.tensor_parallel, settings.pipeline_parallel) == ("megatron", 2, 2)
+    assert (settings.param_offload, settings.optimizer_offload) == (False, True)
+    fsdp = settings_from_overrides(RagR1Settings("grpo"), launch[:5])
+    assert (fsdp.engine, fsdp.tensor_parallel) == ("fsdp", 1)  # main_ppo's `dp`
+    sft = settings_from_overrides(RagR1Settings("sft"), ["engine=megatron", "engine.tensor_model_parallel_size=4",
+                                                         "engine.param_offload=True"])
+    assert (sft.engine, sft.tensor_parallel, sft.param_offload) == ("megatron", 4, True)
+
+
+@pytest.mark.parametrize("settings, lines", [
+    # FSDP: 16 B per parameter over all 8 GPUs
+    (RagR1Settings("sft", n_gpus=8), ["actor params+grads+Adam 16 B x 1.00B params / 8 GPU(s) = 1.9 GiB"]),
+    # Megatron TP 2 x PP 2 on 8 GPUs (DP 2): 6 B / 4 + 12 B / 8 = 3 B per parameter
+    (RagR1Settings("sft", n_gpus=8, engine="megatron", tensor_parallel=2, pipeline_parallel=2),
+     ["actor Megatron params+grads 6 B x 1.00B / TP x PP 4 + distributed Adam 12 B / (TP x PP x DP 8) = 2.8 GiB"]),
+    # context parallelism shards no weights: DP 1 of 8 GPUs at TP 2 x PP 2 x CP 2
+    (RagR1Settings("sft", n_gpus=8, engine="megatron", tensor_parallel=2, pipeline_parallel=2, context_parallel=2),
+     ["actor Megatron params+grads 6 B x 1.00B / TP x PP 4 + distributed Adam 12 B / (TP x PP x DP 4) = 4.2 GiB"]),
+    # the reference model is sharded by model parallelism only; the optimizer offloaded
+    (RagR1Settings("grpo", n_gpus=8, engine="megatron", tensor_parallel=4, use_kl_loss=True, optimizer_offload=True,
+                   gpu_memory_utilization=0.25),
+     ["actor Megatron params+grads 6 B x 1.00B / TP x PP 4 + distributed Adam 0 B / (TP x PP x DP 8) = 1.4 GiB",
+      "reference model 2 B (bf16) x 1.00B / 4 = 0.5 GiB", "vLLM gpu_memory_utilization 0.25 x 80 GiB = 20.0 GiB"]),
+])
+def test_memory_budget_follows_the_engine(settings, lines):
+    assert memory_budget(settings, 1_000_000_000, None, 80.0)[1] == lines
+
+
+def _verl_trainer_config(name: str):
+    import importlib.util
+
+    from omegaconf import OmegaConf
+
+    return OmegaConf.load(Path(importlib.util.find_spec("verl").origin).parent / "trainer" / "config" / name)
+
+
+@pytest.mark.parametrize("engine, stage, keys, absent", [
+    ("fsdp", "grpo", ["actor_rollout_ref.actor.fsdp_config.param_offload",
+                      "actor_rollout_ref.actor.fsdp_config.optimizer_offload"], "megatron"),
+    ("megatron", "ppo", ["actor_rollout_ref.actor.megatron.param_offload",
+                         "actor_rollout_ref.actor.megatron.optimizer_offload"], "fsdp_config"),
+    ("megatron", "sft", ["engine.param_offload", "engine.optimizer_offload"], "actor_rollout_ref"),
+])
+def test_an_over_budget_run_gets_its_engines_offload_keys(tmp_path, engine, stage, keys, absent):
+    (tmp_path / "config.json").write_text(json.dumps(QWEN_7B))
+    report = Report()
+    check_gpu_memory(report, RagR1Settings(stage, model=str(tmp_path), gpu_memory_gb=24.0, engine=engine))
+    [(level, _, message)] = report.findings
+    advice = message.split("Over by", 1)[1]
+    assert level == "FAIL" and all(f"{key}=True" in advice for key in keys) and absent not in advice, advice
+    assert ("MEGATRON_TP" in advice) == (engine == "megatron")
+    # each suggested key is one of verl's: in its generated main_ppo config for the engine, or its engine config
+    if stage == "sft":
+        config = _verl_trainer_config(f"engine/{engine}.yaml")
+        keys = [key.removeprefix("engine.") for key in keys]
+    else:
+        config = _verl_trainer_config("_generated_ppo_megatron_trainer.yaml" if engine == "megatron"
+                                      else "_generated_ppo_trainer.yaml")
+    from omegaconf import OmegaConf
+
+    assert all(OmegaConf.select(config, key) is False for key in keys), keys

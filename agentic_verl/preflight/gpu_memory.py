@@ -1,4 +1,4 @@
-"""Preflight: does the per-GPU memory budget add up (FSDP actor, reference, critic, vLLM's share)?"""
+"""Preflight: does the per-GPU memory budget add up (actor, reference, critic on FSDP or Megatron, vLLM's share)?"""
 
 from __future__ import annotations
 
@@ -26,24 +26,71 @@ def gpu_memory_gib() -> float | None:
 
 def memory_budget(settings: RagR1Settings, params: int, critic_params: int | None,
                   gpu_gib: float) -> tuple[float, list[str]]:
-    """(GiB per GPU, one line per term) of the estimate in the module docstring.
+    """(GiB per GPU, one line per term): the trained models' weights, gradients and optimizer state, the reference
+    model and vLLM's share; activations come on top.
+
+    FSDP shards everything over all GPUs: 16 B per parameter (fp32 params + grads 8 B, Adam 8 B). Megatron shards the
+    weights over the model-parallel group (TP x PP): bf16 params + fp32 grads 6 B; its distributed optimizer (verl's
+    default) also over the data-parallel ranks: fp32 master copy + Adam 12 B. Offloading drops the matching term.
 
     >>> total, lines = memory_budget(RagR1Settings("grpo", n_gpus=8, use_kl_loss=True), 7_000_000_000, None, 80.0)
     >>> round(total, 1), len(lines)
     (54.7, 3)
+    >>> total, _ = memory_budget(RagR1Settings("grpo", n_gpus=8, engine="megatron", tensor_parallel=2,
+    ...                                        pipeline_parallel=2, use_kl_loss=True), 7_000_000_000, None, 80.0)
+    >>> round(total, 1)
+    62.8
     """
     gpus = max(1, settings.n_gpus * settings.nnodes)
-    actor_bytes = (0 if settings.param_offload else 8) + (0 if settings.optimizer_offload else 8)
-    terms = [(f"actor params+grads+Adam {actor_bytes} B x {params / 1e9:.2f}B params / {gpus} GPU(s)",
-              actor_bytes * params / gpus)]
+    terms = [_trained_model("actor", settings, params, gpus)]
     if settings.stage != "sft" and (settings.use_kl_loss or settings.use_kl_in_reward):
-        terms.append((f"reference model 2 B (bf16) x {params / 1e9:.2f}B / {gpus}", 2 * params / gpus))
+        shards = gpus if settings.engine != "megatron" else _model_parallel(settings)
+        terms.append((f"reference model 2 B (bf16) x {params / 1e9:.2f}B / {shards}", 2 * params / shards))
     if settings.stage == "ppo" and critic_params:
-        terms.append((f"critic 16 B x {critic_params / 1e9:.2f}B / {gpus}", 16 * critic_params / gpus))
+        terms.append(_trained_model("critic", settings, critic_params, gpus, offload=False))
     if settings.stage != "sft":
         terms.append((f"vLLM gpu_memory_utilization {settings.gpu_memory_utilization:g} x {gpu_gib:.0f} GiB",
                       settings.gpu_memory_utilization * gpu_gib * GiB))
     return sum(b for _, b in terms) / GiB, [f"{label} = {b / GiB:.1f} GiB" for label, b in terms]
+
+
+def _model_parallel(settings: RagR1Settings) -> int:
+    return max(1, settings.tensor_parallel * settings.pipeline_parallel)
+
+
+def _trained_model(role: str, settings: RagR1Settings, params: int, gpus: int,
+                   offload: bool = True) -> tuple[str, float]:
+    """(label, bytes per GPU) of a trained model's weights, gradients and optimizer state on the run's engine.
+    `offload`: the run's offload settings apply (the actor's and the SFT model's; the critic has its own keys)."""
+    param_offload, optimizer_offload = (settings.param_offload, settings.optimizer_offload) if offload else (False,
+                                                                                                           False)
+    if settings.engine != "megatron":
+        per_param = (0 if param_offload else 8) + (0 if optimizer_offload else 8)
+        return (f"{role} params+grads+Adam {per_param} B x {params / 1e9:.2f}B params / {gpus} GPU(s)",
+                per_param * params / gpus)
+    mp = _model_parallel(settings)
+    dp = max(1, gpus // (mp * max(1, settings.context_parallel)))
+    weights, optimizer = (0 if param_offload else 6), (0 if optimizer_offload else 12)
+    return (f"{role} Megatron params+grads {weights} B x {params / 1e9:.2f}B / TP x PP {mp} + distributed Adam "
+            f"{optimizer} B / (TP x PP x DP {mp * dp})", weights * params / mp + optimizer * params / (mp * dp))
+
+
+def offload_advice(settings: RagR1Settings) -> str:
+    """The overrides that lower the budget on the run's engine and stage (verl's keys)."""
+    if settings.stage == "sft":
+        offload = "engine.param_offload=True / engine.optimizer_offload=True"
+    elif settings.engine == "megatron":
+        offload = ("actor_rollout_ref.actor.megatron.param_offload=True / "
+                   "actor_rollout_ref.actor.megatron.optimizer_offload=True")
+    else:
+        offload = ("actor_rollout_ref.actor.fsdp_config.param_offload=True / "
+                   "actor_rollout_ref.actor.fsdp_config.optimizer_offload=True")
+    advice = "use more GPUs (N_GPUS, NNODES)"
+    if settings.engine == "megatron":
+        advice += ", larger model-parallel sizes (MEGATRON_TP, MEGATRON_PP)"
+    if settings.stage != "sft":
+        advice += ", lower actor_rollout_ref.rollout.gpu_memory_utilization"
+    return f"{advice}, or offload ({offload})"
 
 
 def check_gpu_memory(report: Report, settings: RagR1Settings) -> None:
@@ -66,9 +113,7 @@ def check_gpu_memory(report: Report, settings: RagR1Settings) -> None:
     arithmetic = f"{params / 1e9:.2f}B params ({how}); per GPU: " + "; ".join(lines) + \
         f"; total {total:.1f} of {gpu_gib:.1f} GiB, activations on top"
     if total > gpu_gib:
-        report.problem("gpu memory", f"{arithmetic}. Over by {total - gpu_gib:.1f} GiB: use more GPUs (N_GPUS, "
-                                     "NNODES), lower actor_rollout_ref.rollout.gpu_memory_utilization, or offload "
-                                     "(actor_rollout_ref.actor.fsdp_config.param_offload=True / optimizer_offload=True)")
+        report.problem("gpu memory", f"{arithmetic}. Over by {total - gpu_gib:.1f} GiB: {offload_advice(settings)}")
     else:
         report.ok("gpu memory", arithmetic)
 

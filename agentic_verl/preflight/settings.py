@@ -28,6 +28,10 @@ class RagR1Settings:
     gpu_memory_utilization: float = 0.5  # verl's default
     param_offload: bool = False
     optimizer_offload: bool = False
+    engine: str = "fsdp"  # verl's training engine: fsdp | megatron (recipes/_common/engine.sh)
+    tensor_parallel: int = 1  # Megatron's model-parallel sizes (MEGATRON_TP / PP / CP)
+    pipeline_parallel: int = 1
+    context_parallel: int = 1
     use_kl_loss: bool = False  # verl's defaults; the recipes set theirs
     use_kl_in_reward: bool = False
 
@@ -48,8 +52,18 @@ OVERRIDE_FIELDS = {
     "actor_rollout_ref.rollout.gpu_memory_utilization": "gpu_memory_utilization",
     "actor_rollout_ref.actor.fsdp_config.param_offload": "param_offload",
     "actor_rollout_ref.actor.fsdp_config.optimizer_offload": "optimizer_offload",
-    "engine.param_offload": "param_offload",
+    "engine.param_offload": "param_offload",  # the SFT trainer, either engine
     "engine.optimizer_offload": "optimizer_offload",
+    "actor_rollout_ref.actor.megatron.param_offload": "param_offload",
+    "actor_rollout_ref.actor.megatron.optimizer_offload": "optimizer_offload",
+    "model_engine": "engine",  # main_ppo: dp (FSDP) | megatron
+    "engine": "engine",  # the SFT trainer's engine group: fsdp | megatron
+    "actor_rollout_ref.actor.megatron.tensor_model_parallel_size": "tensor_parallel",
+    "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size": "pipeline_parallel",
+    "actor_rollout_ref.actor.megatron.context_parallel_size": "context_parallel",
+    "engine.tensor_model_parallel_size": "tensor_parallel",
+    "engine.pipeline_model_parallel_size": "pipeline_parallel",
+    "engine.context_parallel_size": "context_parallel",
     "actor_rollout_ref.actor.use_kl_loss": "use_kl_loss",
     "algorithm.use_kl_in_reward": "use_kl_in_reward",
 }
@@ -67,7 +81,8 @@ def settings_from_overrides(settings: RagR1Settings, overrides: list[str]) -> Ra
     """
     if overrides and overrides[0] in ("--config-path", "--config-name"):
         overrides = _composed_overrides(overrides)
-    types = {f: type(getattr(settings, f)) for f in ("n_gpus", "nnodes", "gpu_memory_utilization")}
+    types = {f: type(getattr(settings, f)) for f in ("n_gpus", "nnodes", "gpu_memory_utilization", "tensor_parallel",
+                                                      "pipeline_parallel", "context_parallel")}
     updates: dict[str, Any] = {}
     for item in overrides:
         key, sep, value = item.lstrip("+").partition("=")
@@ -77,6 +92,8 @@ def settings_from_overrides(settings: RagR1Settings, overrides: list[str]) -> Ra
         value = value.strip().strip("'\"")
         if name in ("param_offload", "optimizer_offload", "use_kl_loss", "use_kl_in_reward"):
             updates[name] = value.lower() == "true"
+        elif name == "engine":
+            updates[name] = "megatron" if value == "megatron" else "fsdp"  # main_ppo's FSDP is `dp`
         elif name in types:
             updates[name] = types[name](float(value)) if types[name] is int else float(value)
         else:

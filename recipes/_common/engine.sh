@@ -6,10 +6,15 @@
 #   ENGINE=megatron        verl's Megatron-Core engine: the actor, reference and critic (RL) or the model (SFT), with
 #                          the tensor / pipeline / context parallel sizes MEGATRON_TP / MEGATRON_PP / MEGATRON_CP
 #                          that each recipe sets at its top (defaults from verl's own Megatron example for the model
-#                          size, named there). Needs verl's `megatron` extra (megatron-core, mbridge,
-#                          TransformerEngine) on the GPU machine. Those examples are read from verl's repository
+#                          size, named there). Those examples are read from verl's repository
 #                          (github.com/verl-project/verl, branch release/v0.9.0 at 885121936; verl's wheels ship no
 #                          examples, and their Megatron settings are the same on main at 1dda039b9, 2026-08-22).
+#                          Composed and validated on CPU only: never executed (docs/install.md, "Megatron: status").
+#   MEGATRON_BRIDGE=mbridge (default) | megatron-bridge   the HF <-> Megatron bridge verl's engine builds the model
+#                          with: mbridge (verl's vanilla_mbridge=True) is what `make test-gpu-megatron` installs from
+#                          PyPI (install/megatron.txt, any Python >= 3.10); megatron-bridge (verl's own default)
+#                          needs Python 3.12 and megatron-core's CUDA-built extras (docs/install.md, "Megatron
+#                          requirements").
 #
 # (The evaluation recipes' ENGINE=vllm|hf is another knob of the same name: generation, not training.)
 #
@@ -22,6 +27,7 @@
 #                            already sets it as FSDP's key, which Megatron's optimizer config rejects, so it is removed
 #   refuse_megatron WHY      exit 2 with WHY when ENGINE=megatron, before anything starts
 ENGINE=${ENGINE:-fsdp}
+MEGATRON_BRIDGE=${MEGATRON_BRIDGE:-mbridge}
 ENGINE_OVERRIDES=()
 
 _check_engine() {
@@ -30,6 +36,13 @@ _check_engine() {
         *)
             echo "ENGINE=fsdp|megatron (verl's training engine), not '$ENGINE' (the evaluation recipes' ENGINE=vllm|hf" \
                 "is another knob: unset it for training)" >&2
+            exit 2
+            ;;
+    esac
+    case "$MEGATRON_BRIDGE" in
+        mbridge | megatron-bridge) ;;
+        *)
+            echo "MEGATRON_BRIDGE=mbridge|megatron-bridge, not '$MEGATRON_BRIDGE'" >&2
             exit 2
             ;;
     esac
@@ -50,6 +63,8 @@ rl_engine_overrides() {
         critic.megatron.tensor_model_parallel_size="$MEGATRON_TP"
         critic.megatron.pipeline_model_parallel_size="$MEGATRON_PP"
         critic.megatron.context_parallel_size="$MEGATRON_CP"
+        actor_rollout_ref.actor.megatron.vanilla_mbridge="$(_vanilla_mbridge)"
+        critic.megatron.vanilla_mbridge="$(_vanilla_mbridge)"
     )
 }
 
@@ -61,7 +76,13 @@ sft_engine_overrides() {
         engine.tensor_model_parallel_size="$MEGATRON_TP"
         engine.pipeline_model_parallel_size="$MEGATRON_PP"
         engine.context_parallel_size="$MEGATRON_CP"
+        engine.vanilla_mbridge="$(_vanilla_mbridge)"
     )
+}
+
+# verl's switch between its bridges (engine/megatron.yaml; the reference reads the actor's: ref/megatron_ref.yaml)
+_vanilla_mbridge() {
+    if [[ "$MEGATRON_BRIDGE" == mbridge ]]; then echo True; else echo False; fi
 }
 
 lr_schedule() {

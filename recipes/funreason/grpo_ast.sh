@@ -26,16 +26,9 @@ source "$RECIPES/_common/rl_knobs.sh"
 source "$RECIPES/_common/engine.sh"
 
 SFT_CHECKPOINT_DIR=${SFT_CHECKPOINT_DIR:-checkpoints/agentic_verl/funreason_srml}   # where sft_srml.sh saves
-if [[ -z "${MODEL_PATH:-}" ]]; then
-    STEP=$(cat "$SFT_CHECKPOINT_DIR/latest_checkpointed_iteration.txt" 2>/dev/null || true)
-    if [[ -n "$STEP" ]] && compgen -G "$SFT_CHECKPOINT_DIR/global_step_$STEP/huggingface/*.safetensors" > /dev/null; then
-        MODEL_PATH=$SFT_CHECKPOINT_DIR/global_step_$STEP/huggingface
-    else
-        echo "MODEL_PATH is not set and $SFT_CHECKPOINT_DIR holds no SFT checkpoint with HF weights; run" >&2
-        echo "recipes/funreason/sft_srml.sh first, or MODEL_PATH=Qwen/Qwen2.5-Coder-7B-Instruct bash $0" >&2
-        exit 2
-    fi
-fi
+source "$RECIPES/_common/sft_handoff.sh"
+stage_model_path "$SFT_CHECKPOINT_DIR" "Run recipes/funreason/sft_srml.sh first, or \
+MODEL_PATH=Qwen/Qwen2.5-Coder-7B-Instruct bash $0"
 DATA_DIR=${DATA_DIR:-data/funreason}
 TRAIN_FILE=${TRAIN_FILE:-$DATA_DIR/rl_train.parquet}
 VAL_FILE=${VAL_FILE:-$DATA_DIR/rl_val.parquet}

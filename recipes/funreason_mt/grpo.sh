@@ -46,17 +46,9 @@ if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
 fi
 
 SFT_CHECKPOINT_DIR=${SFT_CHECKPOINT_DIR:-checkpoints/agentic_verl/funreason_mt_sft}   # where sft.sh saves
-if [[ -z "${MODEL_PATH:-}" ]]; then
-    STEP=$(cat "$SFT_CHECKPOINT_DIR/latest_checkpointed_iteration.txt" 2>/dev/null || true)
-    if [[ -n "$STEP" ]] && compgen -G "$SFT_CHECKPOINT_DIR/global_step_$STEP/huggingface/*.safetensors" > /dev/null; then
-        MODEL_PATH=$SFT_CHECKPOINT_DIR/global_step_$STEP/huggingface
-        echo "MODEL_PATH: the SFT checkpoint $MODEL_PATH"
-    else
-        echo "MODEL_PATH is not set and $SFT_CHECKPOINT_DIR holds no SFT checkpoint with HF weights; run" >&2
-        echo "recipes/funreason_mt/sft.sh first, or MODEL_PATH=Qwen/Qwen3-4B-Instruct-2507 bash $0" >&2
-        exit 2
-    fi
-fi
+source "$RECIPES/_common/sft_handoff.sh"
+stage_model_path "$SFT_CHECKPOINT_DIR" "Run recipes/funreason_mt/sft.sh first, or \
+MODEL_PATH=Qwen/Qwen3-4B-Instruct-2507 bash $0"
 DATA_DIR=${DATA_DIR:-data/bfcl_mt}
 TRAIN_FILE=${TRAIN_FILE:-$DATA_DIR/train/rl.parquet}
 VAL_FILE=${VAL_FILE:-$DATA_DIR/val/rl.parquet}

@@ -27,16 +27,8 @@ source "$RECIPES/_common/engine.sh"
 refuse_megatron "$POINTER_SFT_NEEDS_FSDP"
 
 WARMUP_DIR=${WARMUP_DIR:-checkpoints/agentic_verl/v2p_warmup}
-if [[ -z "${MODEL_PATH:-}" ]]; then             # set before device.sh: its CPU default is a text model
-    STEP=$(cat "$WARMUP_DIR/latest_checkpointed_iteration.txt" 2>/dev/null || true)   # written by verl
-    if [[ -n "$STEP" ]] && compgen -G "$WARMUP_DIR/global_step_$STEP/huggingface/*.safetensors" > /dev/null; then
-        MODEL_PATH=$WARMUP_DIR/global_step_$STEP/huggingface
-    else
-        echo "no warm-up model in $WARMUP_DIR (latest_checkpointed_iteration.txt + global_step_N/huggingface):" \
-            "run recipes/v2p/sft_warmup.sh first or set MODEL_PATH to a V2P folder" >&2
-        exit 2
-    fi
-fi
+source "$RECIPES/_common/sft_handoff.sh"   # set before device.sh: its CPU default is a text model
+stage_model_path "$WARMUP_DIR" "No warm-up model: run recipes/v2p/sft_warmup.sh first or set MODEL_PATH to a V2P folder"
 source "$RECIPES/_common/device.sh"
 source "$RECIPES/_common/sft_knobs.sh"
 source "$RECIPES/_common/preflight.sh"

@@ -48,19 +48,6 @@ def on_megatron(args: tuple[dict[str, str], list[str]]) -> tuple[dict[str, str],
     return {**env, **MEGATRON_ONE_GPU}, overrides
 
 
-def megatron_missing() -> str | None:
-    """Why verl's Megatron engine cannot run in this environment, or None: it needs verl's `megatron` extra
-    (megatron-core, mbridge, TransformerEngine: mbridge builds TransformerEngine layers)."""
-    import importlib.util
-
-    absent = [name for name in ("megatron.core", "mbridge", "transformer_engine")
-              if importlib.util.find_spec(name.split(".")[0]) is None]
-    if not absent:
-        return None
-    return (f"verl's Megatron engine needs {', '.join(absent)} (verl's `megatron` extra): `make test-gpu-megatron` "
-            "installs it into .venv-gpu")
-
-
 # The marks of every run on a GPU (tests/gpu/test_*_gpu.py): skipped without CUDA, `make test-gpu` runs them
 GPU_RUN_MARKS = [
     pytest.mark.gpu,
@@ -296,7 +283,9 @@ def run_recipe_on_gpu(recipe: str, work: Path, env: dict[str, str], overrides: l
     return GpuRun(returncode, seconds, log_path.read_text(errors="replace"), metrics)
 
 
+# The recipes' checkpoint lookup (recipes/_common/sft_handoff.sh) runs in the real interpreter; the rest is recorded.
 _RECORDER = """#!/usr/bin/env bash
+if [[ "$1 $2" == "-m agentic_verl.training.checkpoints" ]]; then exec "{python}" "$@"; fi
 printf '%s\\n' "$@" > "$RECORD_FILE"
 """
 
@@ -312,7 +301,7 @@ def recorded_launch(recipe: str, work: Path, env: dict[str, str], overrides: lis
     bin_dir = work / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
     for name in ("python3", "torchrun"):
-        (bin_dir / name).write_text(_RECORDER)
+        (bin_dir / name).write_text(_RECORDER.format(python=sys.executable))
         (bin_dir / name).chmod(0o755)
     record = work / "argv.txt"
     full_env = gpu_env(work, env)
