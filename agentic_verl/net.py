@@ -7,8 +7,10 @@
   (which must exist) or an endpoint (which needs the name it serves the model under).
 - `check_served_model(base, model, headers)`: `GET base/v1/models` answers and lists `model`, else `EndpointError`
   (the evals' endpoint engine, V2P's endpoint predictor, FCDR's judge), before any request is sent.
-- `auth_headers(api_key_env)`: the bearer token every endpoint request carries, read from the environment variable
-  `api_key_env` names (`--api-key-env`; OPENAI_API_KEY when none is named, as OpenAI's clients do). Only the variable's
+- `auth_headers(api_key_env, url=...)`: the bearer token every request to the endpoint `url` carries, read from the
+  environment variable `api_key_env` names (`--api-key-env`: sent wherever the user points it). When none is named,
+  OPENAI_API_KEY (as OpenAI's clients do), but only to an https endpoint or one on loopback
+  (`default_key_allowed`): a key set for OpenAI never goes in clear text to another host. Only the variable's
   name is kept in settings and results; the key itself is never printed, logged or written.
 
 Standard library only (shell twins: recipes/_common/net.sh). Requests go straight to the server, never through an
@@ -17,17 +19,22 @@ Standard library only (shell twins: recipes/_common/net.sh). Requests go straigh
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import logging
 import os
 import socket
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
 __all__ = ["DEFAULT_API_KEY_ENV", "EndpointError", "auth_headers", "check_model_or_endpoint", "check_served_model",
-           "free_port", "wait_for_health"]
+           "default_key_allowed", "free_port", "wait_for_health"]
+
+logger = logging.getLogger(__name__)
 
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no proxy from the environment
 
@@ -39,13 +46,48 @@ class EndpointError(RuntimeError):
     """An OpenAI-compatible endpoint is unreachable, does not serve the model, or rejected a request."""
 
 
-def auth_headers(api_key_env: str | None = None) -> dict[str, str]:
-    """{"Authorization": "Bearer KEY"} with KEY from the environment variable `api_key_env`; an unset or empty variable
-    is an error when it was named (`--api-key-env`), and means "no key" for the default OPENAI_API_KEY."""
-    key = os.environ.get(api_key_env or DEFAULT_API_KEY_ENV, "").strip()
-    if not key:
-        if api_key_env:
+def default_key_allowed(url: str) -> bool:
+    """Whether the default OPENAI_API_KEY may go to `url`: over https, or to loopback (127.0.0.0/8, ::1, localhost),
+    where plain http stays on this machine. Plain http to any other host would send the key in clear text to a
+    server that may not be the one it was issued for; a key meant for it is named with `--api-key-env`.
+
+    >>> [default_key_allowed(u) for u in ("https://api.example.com", "http://127.0.0.1:8001", "http://[::1]:8001",
+    ...                                   "http://localhost:8001/v1", "http://10.0.0.7:8001", "http://gpu-node:8001")]
+    [True, True, True, True, False, False]
+    """
+    parts = urllib.parse.urlsplit(str(url).strip())
+    scheme = parts.scheme.lower()
+    if scheme == "https":
+        return True
+    if scheme != "http":
+        return False
+    host = (parts.hostname or "").lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def auth_headers(api_key_env: str | None = None, *, url: str) -> dict[str, str]:
+    """{"Authorization": "Bearer KEY"} for requests to the endpoint `url`.
+
+    A variable named with `--api-key-env` (`api_key_env`) must be set and is sent to `url` whatever it is. Else the
+    default OPENAI_API_KEY is sent only where `default_key_allowed(url)`; elsewhere (plain http beyond loopback) no
+    key is sent and a warning says how to send one (the key itself is never logged). Unset: no key."""
+    if api_key_env:
+        key = os.environ.get(api_key_env, "").strip()
+        if not key:
             raise EndpointError(f"--api-key-env {api_key_env}: the environment variable {api_key_env} is not set")
+        return {"Authorization": f"Bearer {key}"}
+    key = os.environ.get(DEFAULT_API_KEY_ENV, "").strip()
+    if not key:
+        return {}
+    if not default_key_allowed(url):
+        logger.warning("%s is set but not sent to %s: plain http beyond loopback would carry it in clear text to a "
+                       "host it may not be meant for. To send a key there, name its variable with --api-key-env NAME.",
+                       DEFAULT_API_KEY_ENV, url)
         return {}
     return {"Authorization": f"Bearer {key}"}
 

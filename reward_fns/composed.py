@@ -5,6 +5,8 @@
     +reward.custom_reward_function.reward_kwargs.config=reward_fns/configs/rag_r1_em_format.yaml
 
 or inline, in a YAML config: ``reward_kwargs: {components: [{name: qa_em}, {name: format, weight: 0.1}]}``.
+A component ``name`` is one of ours, an installed package's (its ``agentic_verl.rewards`` entry point: found in
+every reward worker with nothing imported first), or a ``module:attr`` / ``file.py:attr`` reference (docs/extending.md).
 A relative ``config`` path is tried from the working directory, then from the repository root (the
 parent of reward_fns/). The config is loaded and checked on the first call and cached (reloaded when
 the file changes); a bad config raises RewardConfigError on every call, a bad model output never does.

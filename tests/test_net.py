@@ -225,13 +225,14 @@ def test_the_endpoint_engines_use_the_shared_check():
 def test_auth_headers_come_from_the_named_variable_or_openai_api_key(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("AGENTIC_VERL_TEST_KEY", raising=False)
-    assert auth_headers() == {}  # no default key: no header
+    local = "http://127.0.0.1:8001"
+    assert auth_headers(url=local) == {}  # no default key: no header
     with pytest.raises(EndpointError, match="AGENTIC_VERL_TEST_KEY is not set") as error:
-        auth_headers("AGENTIC_VERL_TEST_KEY")  # a variable named on purpose must be there
+        auth_headers("AGENTIC_VERL_TEST_KEY", url=local)  # a variable named on purpose must be there
     monkeypatch.setenv("OPENAI_API_KEY", "sk-default")
-    assert auth_headers() == {"Authorization": "Bearer sk-default"}
+    assert auth_headers(url=local) == {"Authorization": "Bearer sk-default"}
     monkeypatch.setenv("AGENTIC_VERL_TEST_KEY", " sk-named\n")
-    assert auth_headers("AGENTIC_VERL_TEST_KEY") == {"Authorization": "Bearer sk-named"}
+    assert auth_headers("AGENTIC_VERL_TEST_KEY", url=local) == {"Authorization": "Bearer sk-named"}
     assert "sk-" not in str(error.value)
 
 

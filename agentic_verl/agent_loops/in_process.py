@@ -108,11 +108,9 @@ def make_agent_loop(name: str, *, tokenizer, server_manager, trainer_config, hf_
     wiring_logger = logging.getLogger("verl.utils.tokenizer.continuous_token_wiring")
     if _ONCE not in wiring_logger.filters:
         wiring_logger.addFilter(_ONCE)
-    if name not in registry:  # a loop of ours not (yet) listed in plugin.COMPONENTS
-        try:
-            importlib.import_module(f"agentic_verl.agent_loops.{name}")
-        except ModuleNotFoundError:
-            pass
+    if name not in registry:  # a loop whose module failed to import, or one of ours not listed in plugin.COMPONENTS
+        _raise_import_error_of(name)
+        _import_loop_module(name)
     if name not in registry:
         raise ValueError(f"agent loop {name!r} is not registered; known: {sorted(registry)}")
     return hydra.utils.instantiate(
@@ -126,6 +124,34 @@ def make_agent_loop(name: str, *, tokenizer, server_manager, trainer_config, hf_
         data_config=DictConfigWrap(trainer_config.data),
         tools=ToolListWrap([]),
     )
+
+
+def _raise_import_error_of(name: str) -> None:
+    """A loop of plugin.COMPONENTS whose module failed to import (the plugin logged it and went on): that error."""
+    import agentic_verl.plugin as plugin
+
+    for component in plugin.COMPONENTS:
+        if component.kind == "agent_loop" and component.name == name and component.module in plugin.IMPORT_ERRORS:
+            raise ImportError(f"agent loop {name!r}: its module {component.module} failed to import: "
+                              f"{plugin.IMPORT_ERRORS[component.module]} (install what it needs)")
+
+
+def _import_loop_module(name: str) -> None:
+    """Import `agentic_verl.agent_loops.<name>` when it exists. Only its own absence is "not registered": a module that
+    exists but fails to import (a missing dependency, an error in it) raises that error, named as such."""
+    if not name.isidentifier():
+        return
+    module = f"agentic_verl.agent_loops.{name}"
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name == module:
+            return  # no such module: the caller reports the name as not registered
+        raise ImportError(f"agent loop {name!r}: its module {module} failed to import: {type(exc).__name__}: {exc} "
+                          f"(install what it needs)") from exc
+    except Exception as exc:
+        raise ImportError(f"agent loop {name!r}: its module {module} failed to import: "
+                          f"{type(exc).__name__}: {exc}") from exc
 
 
 def sample_kwargs(row: dict) -> dict:

@@ -15,6 +15,9 @@ raised (agentic_verl.rewards.failures).
     trainer.v1.sampler.custom_sampler.path=pkg://agentic_verl.agent_loops.trace_sampler
     trainer.v1.sampler.custom_sampler.name=AgentMetricsReplayBuffer
 
+Metrics that cannot be read fail the step (`MetricsReadError`, with the reason), never a warning and a step logged
+without them.
+
 Limits: verl builds a custom sampler without its group-filtering arguments, so DAPO's `algorithm.filter_groups`
 and `trainer.v1.sampler.sync_refill_failed_groups` are not available with it; and it is the sync trainer's buffer
 (verl's default `trainer.v1.trainer_mode=sync`): another mode is refused at construction.
@@ -22,14 +25,15 @@ and `trainer.v1.sampler.sync_refill_failed_groups` are not available with it; an
 
 from __future__ import annotations
 
-import logging
-
 from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
 
 from agentic_verl.agent_loops.trace import METRICS_FIELD, batch_metrics
 from agentic_verl.rewards.failures import exception_metrics
 
-logger = logging.getLogger(__name__)
+
+class MetricsReadError(RuntimeError):
+    """A training step's agent / reward-exception metrics cannot be read: the step fails instead of logging
+    without them (a step that silently lacks `reward/<name>/exceptions/mean` would hide a broken reward)."""
 
 
 class AgentMetricsReplayBuffer(ReplayBuffer):
@@ -58,9 +62,12 @@ def _agent_metrics(batch) -> dict[str, float]:
     try:
         data = tq.kv_batch_get(keys=keys, partition_id=batch.partition_id, select_fields=["extra_fields"])
         extra_fields = data.pop("extra_fields").tolist()
-    except Exception as exc:  # metrics must never stop a training step
-        logger.warning("agent metrics: cannot read extra_fields of the sampled batch: %s: %s", type(exc).__name__, exc)
-        return {}
+    except Exception as exc:  # a step whose metrics cannot be read is an error, never a step logged without them
+        raise MetricsReadError(
+            f"agent metrics: cannot read extra_fields of the {len(keys)} sampled trajectories from verl's "
+            f"TransferQueue (partition {batch.partition_id!r}): {type(exc).__name__}: {exc}. verl's own trainer reads "
+            f"the same field every step, so the run's data is not what it expects; to train without our step "
+            f"metrics, unset trainer.v1.sampler.custom_sampler") from exc
     return step_metrics(extra_fields)
 
 

@@ -15,4 +15,7 @@ def add_model_source(p) -> None:
 
 def add_api_key_env(p) -> None:
     """--api-key-env NAME: the endpoint's bearer token comes from that environment variable (agentic_verl.net)."""
-    p.add_argument("--api-key-env", metavar="NAME", help=("with --endpoint: the environment variable holding the bearer token to send (default: OPENAI_API_KEY when it is set; a named variable must be set). Only the name is recorded, never the key"))
+    p.add_argument("--api-key-env", metavar="NAME", help=(
+        "with --endpoint: the environment variable holding the bearer token to send to the endpoint, whatever its "
+        "URL (a named variable must be set). Default: OPENAI_API_KEY when it is set, sent only to an https or "
+        "loopback endpoint (never in clear text to another host). Only the name is recorded, never the key"))

@@ -19,8 +19,9 @@ Reported per dataset (`--data-source`, else each record's data_source, else the 
 known datasets, `nq.jsonl`, else its folder, FlashRAG's `nq/test.jsonl`; `dataset_names` refuses two files that
 would be merged under one name unless they are splits of one dataset) and as their unweighted average: EM, F1, retrievals (searches executed) and seconds per question, answer rate, EM by hop count
 when the data has hops, and a failure taxonomy: the loop's own categories (no_call, parse_error, bad_arguments,
-timeout, tool_error, truncated_by_length; counted once per question that had it) plus `no_answer` (no <answer>)
-and `wrong_answer` (answered, EM 0). The paper table puts the published rows (published.py) beside ours.
+timeout, tool_error, truncated_by_length; counted once per question that had it) plus `no_answer` (no <answer>),
+`wrong_answer` (answered, EM 0) and `loop_error` (the loop raised on that question: a bug, logged with its
+traceback; the other questions go on). A dead endpoint or retrieval server stops the evaluation with the reason. The paper table puts the published rows (published.py) beside ours.
 
 With `dump_dir`, each trajectory is written by the loop's TrajectoryTrace and joined with a reward record, so
 `agentic-verl view DUMP_DIR -o report.html` shows them.
@@ -29,6 +30,7 @@ With `dump_dir`, each trajectory is written by the loop's TrajectoryTrace and jo
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import time
 from collections import Counter
@@ -43,12 +45,16 @@ from agentic_verl.eval.published import (
     RAG_R1_EM_AVG,
     canonical_dataset,
 )
-from agentic_verl.net import check_model_or_endpoint
+from agentic_verl.fail_fast import FailFastError
+from agentic_verl.net import EndpointError, check_model_or_endpoint
+
+logger = logging.getLogger(__name__)
 
 # FlashRAG's split file names: `nq/dev.jsonl` and `nq/test.jsonl` are two splits of one dataset, named by the folder
 SPLITS = ("train", "dev", "test", "val", "validation")
 FAILURES = ("no_answer", "wrong_answer", "no_call", "parse_error", "bad_arguments", "timeout", "tool_error",
-            "truncated_by_length")
+            "truncated_by_length", "loop_error")
+LOOP_FAILURES = FAILURES[2:-1]  # the loop's own failure categories (agent_loops/trace.py)
 
 
 @dataclass
@@ -252,14 +258,20 @@ async def _evaluate(s: QAEvalSettings, engine, tokenizer, items: list[tuple[str,
                                hf_model_type=hf_type)
         async with semaphore:
             started = time.perf_counter()
-            out = await loop.run(dict(sampling), **sample_kwargs(row))
+            try:
+                out = await loop.run(dict(sampling), **sample_kwargs(row))
+            except (EndpointError, FailFastError):
+                raise  # the endpoint or the retrieval server is down: the evaluation stops with the reason
+            except Exception as exc:  # a bug of the loop on this output: counted and logged, the others go on
+                logger.exception("eval qa: the rag_r1 loop raised on question %s (counted as loop_error)", record["id"])
+                return _loop_error(dataset, record, exc, time.perf_counter() - started)
             seconds = time.perf_counter() - started
         metrics = out.extra_fields.get("agent_metrics", {})
         info = out.extra_fields.get("rag_r1", {})
         # the answer the loop parsed from the policy's own turn (the invalid-action observation quotes the tags)
         answer, golds = info.get("answer"), list(record["golden_answers"])
         em, f1_score = exact_match(answer, golds, s.normalizer), f1(answer, golds, s.normalizer)
-        failures = [name for name in FAILURES[2:] if metrics.get(f"failure/{name}", 0) > 0]
+        failures = [name for name in LOOP_FAILURES if metrics.get(f"failure/{name}", 0) > 0]
         if answer is None:
             failures.insert(0, "no_answer")
         elif not em:
@@ -297,6 +309,15 @@ async def _evaluate(s: QAEvalSettings, engine, tokenizer, items: list[tuple[str,
     settings = asdict(s)
     settings["model"] = s.model or s.model_name
     return {"settings": settings, "summary": summary, "datasets": datasets, "questions": list(results)}
+
+
+def _loop_error(dataset: str, record: dict, exc: Exception, seconds: float) -> dict:
+    """The verdict of a question whose loop raised: no answer, EM 0, and the exception it raised."""
+    return {"dataset": dataset, "id": str(record["id"]), "question": record["question"],
+            "golden_answers": list(record["golden_answers"]), "hops": record.get("hops"), "answer": None, "em": 0.0,
+            "f1": 0.0, "searches": 0, "turns": 0, "queries": [], "policy_tokens": 0,
+            "failures": ["no_answer", "loop_error"], "error": f"{type(exc).__name__}: {exc}"[:2000],
+            "seconds": round(seconds, 3)}
 
 
 def summarize(results: list[dict]) -> dict:

@@ -8,12 +8,14 @@ Qwen2.5-VL folder in-process, or an OpenAI-compatible endpoint); the metric is t
 reports: the click, in original-screenshot pixels, lies inside the ground-truth box (edges included). Reported:
 accuracy per benchmark, per group (ScreenSpot: mobile/desktop/web; Pro: Dev/Creative/CAD/Scientific/Office/OS) x
 element type (text/icon), per platform, and failures (no_click: the answer held no click; request_error: the
-endpoint failed). The paper table puts the published rows (docs/methods.md, "V2P") beside ours. The data loaders and
+endpoint failed; outside_box; bad_coordinates: a click whose coordinates are not finite once mapped to the
+screenshot, e.g. `click(1e306, 0)`). The paper table puts the published rows (docs/methods.md, "V2P") beside ours. The data loaders and
 each set's box convention: data/gui_grounding.py.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import Counter, defaultdict
@@ -36,7 +38,7 @@ SCREENSPOT_PUBLISHED = {
     "GUI-G2-7B (published)": {"screenspot_v2": 93.3, "screenspot_pro": 47.5},
     "Qwen2.5-VL-7B (published)": {"screenspot_v2": 88.8, "screenspot_pro": 26.8},
 }
-FAILURES = ("no_click", "request_error", "outside_box")
+FAILURES = ("no_click", "request_error", "outside_box", "bad_coordinates")
 
 
 @dataclass
@@ -102,9 +104,13 @@ def evaluate(settings: ScreenSpotSettings, predictor=None, report=None) -> dict:
         started = time.perf_counter()
         prediction = predictor.predict(image, sample.instruction)
         seconds = time.perf_counter() - started
-        hit = prediction.point is not None and point_in_box(prediction.point, sample.bbox)
-        failure = prediction.failure or (None if hit else "outside_box")
-        record = {**sample.record(), "point": list(prediction.point) if prediction.point else None, "hit": bool(hit),
+        point, failure = prediction.point, prediction.failure
+        if point is not None and not all(math.isfinite(v) for v in point):
+            point, failure = None, failure or "bad_coordinates"  # a click at 1e306 maps to inf: no point on screen
+            prediction.point = None  # (the report draws the prediction)
+        hit = point is not None and point_in_box(point, sample.bbox)
+        failure = failure or (None if hit else "outside_box")
+        record = {**sample.record(), "point": list(point) if point else None, "hit": bool(hit),
                   "failure": failure, "text": prediction.text, "truncated": prediction.truncated,
                   "size": size_bucket(sample.bbox, sample.image_size),
                   "input_size": list(prediction.input_size) if prediction.input_size else None,

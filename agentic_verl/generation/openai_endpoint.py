@@ -15,7 +15,8 @@ matched (`stop_reason`, vLLM) gets it appended back, so the loop still sees the 
 
 Errors are loud: an unreachable server, an unknown model or a rejected request raise `EndpointError` with the
 server's message; timeouts are retried (`max_retries`) with backoff before raising. Every request carries the bearer
-token of `api_key_env` (`agentic_verl.net.auth_headers`: OPENAI_API_KEY when none is named, none when that is unset).
+token of `api_key_env` (`agentic_verl.net.auth_headers`), sent to whatever the URL is; when none is named,
+OPENAI_API_KEY, but only to an https or loopback endpoint (never in clear text to another host); none when unset.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class EndpointGenerationEngine:
         self.timeout_s, self.timeout = timeout_s, aiohttp.ClientTimeout(total=timeout_s)
         self.max_retries, self.backoff_s = max_retries, backoff_s
         self.default_max_tokens = default_max_tokens
-        self._headers = auth_headers(api_key_env)  # kept on the engine only: never in settings, logs or results
+        self._headers = auth_headers(api_key_env, url=self.base)  # kept on the engine only: never in settings, logs or results
         self._sessions: dict[int, aiohttp.ClientSession] = {}  # one per event loop (asyncio.run may run several)
 
     def _session(self) -> aiohttp.ClientSession:

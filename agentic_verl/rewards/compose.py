@@ -3,7 +3,7 @@
 ```yaml
 max_consecutive_exceptions: 16   # optional; stop the run after this many exceptions of a component in a row
 components:
-  - name: qa_em            # a registered reward, or "module:attr" / "path/file.py:attr"
+  - name: qa_em            # a registered reward, an agentic_verl.rewards entry point, or "module:attr" / "file.py:attr"
     weight: 1.0
   - name: format
     weight: 0.1
@@ -17,7 +17,8 @@ truth; it must not raise, see the reward convention). At reward time a component
 non-finite score counts 0 with ``error_type = "<key>:exception:<Type>"`` / ``"<key>:non_finite_score"``; one that
 raises is also counted as ``reward/<key>/exceptions`` (1.0 on that sample, 0.0 on the others), and
 ``max_consecutive_exceptions`` of them in a row (default 16, 0 = never) stop the run with its traceback
-(agentic_verl.rewards.failures).
+(agentic_verl.rewards.failures). A component whose error_type says the sample's ground truth is unusable
+(``<kind>:bad_ground_truth``) is counted as ``reward/<key>/bad_ground_truth``.
 
 The result holds ``score`` (the weighted sum), ``error_type`` (the first failing component's, in
 declaration order), each component's score under its key, and its other scalar outputs as
@@ -28,6 +29,8 @@ that raised still has all its keys (its fields None), so every sample has the sa
 >>> result = reward("<think>t</think><answer>Paris</answer>", ["Paris"])
 >>> result["score"], result["qa_em"], result["format"], result["error_type"], result["reward/qa_em/exceptions"]
 (1.1, 1.0, 1.0, None, 0.0)
+>>> result["reward/qa_em/bad_ground_truth"]
+0.0
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ from agentic_verl.registry import RegistryError
 from agentic_verl.rewards.failures import (
     DEFAULT_MAX_CONSECUTIVE_EXCEPTIONS,
     LIMIT_OPTION,
+    bad_ground_truth_flag,
+    bad_ground_truth_key,
     call_component,
     exceptions_key,
 )
@@ -116,14 +121,15 @@ def verl_compute_score(component: Callable[..., dict], *, what: str | None = Non
 
     ``kw`` are verl's ``reward.custom_reward_function.reward_kwargs`` (checked against the component's
     options on every call, a bad one raises RewardConfigError) plus verl's own call-time extras, which
-    are dropped. ``data_source`` is not used. ``max_consecutive_exceptions`` (default 16, 0 = never) is this
+    are dropped. ``data_source`` is not used. A score that is not a finite number becomes 0 with
+    ``<name>:non_finite_score``. ``max_consecutive_exceptions`` (default 16, 0 = never) is this
     wrapper's own: a component that raises scores 0 and counts in ``reward/<name>/exceptions``, and that many
     exceptions in a row stop the run (agentic_verl.rewards.failures).
 
     >>> from agentic_verl.rewards.qa import qa_em
     >>> compute_score = verl_compute_score(qa_em)
     >>> compute_score("nq", "<answer>Paris</answer>", {"target": ["paris"]}, {}, reward_router_address=None)
-    {'score': 1.0, 'error_type': None, 'reward/qa_em/exceptions': 0.0}
+    {'score': 1.0, 'error_type': None, 'reward/qa_em/exceptions': 0.0, 'reward/qa_em/bad_ground_truth': 0.0}
     """
     name = getattr(component, "__name__", None) or what or repr(component)
     label = what or name
@@ -140,10 +146,13 @@ def verl_compute_score(component: Callable[..., dict], *, what: str | None = Non
         out, exc = call_component(name, component, (solution_str, ground_truth, extra_info), options, limit=limit)
         if exc is not None:
             return {"score": 0.0, **dict.fromkeys(fields_by_options[seen]),
-                    "error_type": f"{name}:exception:{type(exc).__name__}", exceptions_key(name): 1.0}
-        if isinstance(out, Mapping):
-            return {**out, exceptions_key(name): 0.0}
-        return {"score": out, "error_type": None, exceptions_key(name): 0.0}
+                    "error_type": f"{name}:exception:{type(exc).__name__}", exceptions_key(name): 1.0,
+                    bad_ground_truth_key(name): 0.0}
+        counts = {exceptions_key(name): 0.0, bad_ground_truth_key(name): bad_ground_truth_flag(name, out)}
+        result = {**out, **counts} if isinstance(out, Mapping) else {"score": out, "error_type": None, **counts}
+        if not _finite(result.get("score")):  # verl would train on it: a 0 that says why, as in a composition
+            result.update(score=0.0, error_type=f"{name}:non_finite_score")
+        return result
 
     compute_score.__doc__ = f"verl's compute_score for the reward component {label}."
     return compute_score
@@ -169,6 +178,7 @@ class ComposedReward:
             total += component.weight * score
             result[component.key] = score
             result[exceptions_key(component.key)] = 1.0 if raised else 0.0
+            result[bad_ground_truth_key(component.key)] = bad_ground_truth_flag(component.key, outputs)
             for name, value in outputs.items():
                 result[f"{component.key}/{name}"] = value
             if first_error is None and outputs.get("error_type") is not None:
@@ -196,14 +206,19 @@ def _run(component: RewardComponent, solution_str, ground_truth, extra_info, lim
         outputs.setdefault("error_type", None)
     else:
         raw_score, outputs = out, {"error_type": None}
-    try:
+    if _finite(raw_score):
         score = float(raw_score)
-    except (TypeError, ValueError):
-        score = math.nan
-    if not math.isfinite(score):
+    else:
         outputs["error_type"] = f"{component.key}:non_finite_score"
         score = 0.0
     return score, outputs, False
+
+
+def _finite(score) -> bool:
+    try:
+        return math.isfinite(float(score))
+    except (TypeError, ValueError):
+        return False
 
 
 def _is_scalar(value) -> bool:

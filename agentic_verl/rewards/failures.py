@@ -12,6 +12,10 @@ two ways a component reaches verl):
   call that returns resets the count; 0 = never stop) raises `RewardFailFastError` with the last traceback, and
   so does every later call of that component in this process: verl fails those samples and the run stops.
 
+A sample whose ground truth the component cannot use (its error_type ends with `:bad_ground_truth`: a data bug, not
+the model's) is counted the same way, as `reward/<name>/bad_ground_truth` (`bad_ground_truth_flag`), and the first
+one of each component is logged: it scores 0 like a wrong answer, but never silently.
+
 >>> def broken(solution_str, ground_truth, extra_info=None):
 ...     return {"score": 1.0 / len(solution_str)}
 >>> call_component("doctest_broken", broken, ("", None), limit=2)
@@ -36,6 +40,8 @@ __all__ = [
     "LIMIT_OPTION",
     "REWARD_EXCEPTIONS",
     "RewardFailFastError",
+    "bad_ground_truth_flag",
+    "bad_ground_truth_key",
     "call_component",
     "exception_metrics",
     "exceptions_key",
@@ -58,6 +64,29 @@ REWARD_EXCEPTIONS = ConsecutiveFailures(RewardFailFastError)  # this process's s
 def exceptions_key(name: str) -> str:
     """The per-sample metric of component `name`: 1.0 when it raised on that sample, else 0.0."""
     return f"reward/{name}/exceptions"
+
+
+def bad_ground_truth_key(name: str) -> str:
+    """The per-sample metric of component `name`: 1.0 when the sample's ground truth was unusable, else 0.0."""
+    return f"reward/{name}/bad_ground_truth"
+
+
+_BAD_GROUND_TRUTH_SUFFIX = ":bad_ground_truth"
+_BAD_GROUND_TRUTH_LOGGED: set[str] = set()
+
+
+def bad_ground_truth_flag(name: str, out: Any) -> float:
+    """1.0 when the result `out` of component `name` says its ground truth is unusable (logged the first time per
+    component in this process; the metric counts every one), else 0.0."""
+    error_type = out.get("error_type") if isinstance(out, Mapping) else None
+    if not (isinstance(error_type, str) and error_type.endswith(_BAD_GROUND_TRUTH_SUFFIX)):
+        return 0.0
+    if name not in _BAD_GROUND_TRUTH_LOGGED:
+        _BAD_GROUND_TRUTH_LOGGED.add(name)
+        logger.error("reward component %s: a sample's ground truth cannot be used (%s, scored 0); this is a data bug. "
+                     "Every such sample is counted as %s (logged once per process)",
+                     name, error_type, bad_ground_truth_key(name))
+    return 1.0
 
 
 def call_component(name: str, fn: Callable[..., Any], args: tuple, kwargs: Mapping | None = None, *,
@@ -88,9 +117,13 @@ def _message(name: str, count: int, last_traceback: str) -> str:
             f"Last traceback:\n{last_traceback}")
 
 
+_COUNTED = ("/exceptions", "/bad_ground_truth")
+
+
 def exception_metrics(reward_extra_infos: Iterable[Any]) -> dict[str, float]:
-    """A training step's `reward/<name>/exceptions/mean` from its samples' reward_extra_info dicts (anything
-    else, e.g. a sample scored by another reward, is skipped): the share of samples each component raised on.
+    """A training step's `reward/<name>/exceptions/mean` and `reward/<name>/bad_ground_truth/mean` from its samples'
+    reward_extra_info dicts (anything else, e.g. a sample scored by another reward, is skipped): the share of
+    samples each component raised on, and the share whose ground truth it could not use.
 
     >>> exception_metrics([{"reward/qa_em/exceptions": 1.0, "score": 0.0}, {"reward/qa_em/exceptions": 0.0}, None])
     {'reward/qa_em/exceptions/mean': 0.5}
@@ -100,6 +133,6 @@ def exception_metrics(reward_extra_infos: Iterable[Any]) -> dict[str, float]:
         if not isinstance(info, Mapping):
             continue
         for key, value in info.items():
-            if isinstance(key, str) and key.startswith("reward/") and key.endswith("/exceptions"):
+            if isinstance(key, str) and key.startswith("reward/") and key.endswith(_COUNTED):
                 values.setdefault(key, []).append(float(value))
     return {f"{key}/mean": sum(vals) / len(vals) for key, vals in values.items()}

@@ -17,6 +17,11 @@ A response is **valid** when all of these hold (the first violation is the verdi
 Score: ``weight`` if valid, else 0.0. ``check_fc_format`` returns the verdict and the decoded calls; FCDR's
 format check (``agentic_verl.data.fcdr``) uses it too.
 
+A decoder that raises anything but its own failures (``DecodeError``, too deep, too big) has a bug: that is ours,
+never the model's format failure. ``check_fc_format`` logs it with its traceback and answers
+``fc_format:decoder_bug`` (``DECODER_BUG``); the reward lets it raise, so the reward wrappers count it as
+``reward/fc_format/exceptions`` (agentic_verl.rewards.failures).
+
 >>> fc_format("<think>Add them.</think>\\n\\n[add(a=1, b=2)]")
 {'score': 1.0, 'error_type': None, 'num_calls': 1.0}
 >>> fc_format("[add(a=1, b=2)]")["error_type"]
@@ -30,13 +35,16 @@ format check (``agentic_verl.data.fcdr``) uses it too.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 
 from agentic_verl.rewards.bfcl.decode import DecodeError, decode
 from agentic_verl.rewards.registry import REWARDS
 
-__all__ = ["FC_FORMAT_ERRORS", "NO_CALL_CATEGORIES", "FcFormatVerdict", "check_fc_format", "fc_format"]
+__all__ = ["DECODER_BUG", "FC_FORMAT_ERRORS", "NO_CALL_CATEGORIES", "FcFormatVerdict", "check_fc_format", "fc_format"]
+
+logger = logging.getLogger(__name__)
 
 FC_FORMAT_ERRORS = (
     "fc_format:not_text",
@@ -49,7 +57,9 @@ FC_FORMAT_ERRORS = (
     "fc_format:undecodable_call",
     "fc_format:no_call",
 )
-"""Every verdict :func:`check_fc_format` can return."""
+"""Every verdict on the model's text :func:`check_fc_format` can return."""
+DECODER_BUG = "fc_format:decoder_bug"
+"""The verdict when the decoder itself failed (a bug of ours, logged), not the model's text."""
 
 NO_CALL_CATEGORIES = ("irrelevance", "live_irrelevance")  # BFCL categories where no call is the right answer
 REQUIRE_CALL = ("auto", True, False)
@@ -66,8 +76,9 @@ class FcFormatVerdict:
 
 
 def check_fc_format(text, language: str = "python", *, require_call: bool = True,
-                    strict_separator: bool = True) -> FcFormatVerdict:
-    """The format verdict of one response (rules in the module docstring); never raises on `text`.
+                    strict_separator: bool = True, raise_decoder_bugs: bool = False) -> FcFormatVerdict:
+    """The format verdict of one response (rules in the module docstring); never raises on `text`. A decoder bug is
+    `DECODER_BUG` (logged), or raises with `raise_decoder_bugs`.
 
     >>> v = check_fc_format("<think>t</think>\\n\\n[f(x='a')]")
     >>> v.error_type, v.reasoning, v.calls
@@ -96,10 +107,13 @@ def check_fc_format(text, language: str = "python", *, require_call: bool = True
         return FcFormatVerdict("fc_format:separator", reasoning, output)
     try:
         calls = decode(output, language)
-    except DecodeError:
+    except (DecodeError, RecursionError, MemoryError):  # the text is not a call list (or too deep / big to be one)
         calls = None
-    except Exception:  # a decoder bug is a format failure, never an exception out of a reward
-        calls = None
+    except Exception:
+        if raise_decoder_bugs:
+            raise
+        logger.exception("fc_format: the BFCL decoder raised on a response (a bug of ours; verdict %s)", DECODER_BUG)
+        return FcFormatVerdict(DECODER_BUG, reasoning, output)
     if calls is None:
         if _ATTEMPTED_CALL.search(output):
             return FcFormatVerdict("fc_format:undecodable_call", reasoning, output)
@@ -121,16 +135,20 @@ def fc_format(solution_str, ground_truth=None, extra_info: dict | None = None, *
     - strict_separator (bool, default true): exactly "\\n\\n" between `</think>` and the output.
     - language (str, default None): the call syntax (python | java | javascript) for rows whose extra_info has
       no `language`; else python.
-    Also returns ``num_calls`` (decoded calls, as a float for logs).
+    Also returns ``num_calls`` (decoded calls, as a float for logs). A decoder bug raises (counted by the reward
+    wrappers as ``reward/fc_format/exceptions``), never a 0 that reads as the model's format failure.
     """
     if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight != weight:
         raise ValueError(f"fc_format weight must be a number, got {weight!r}")
     if require_call not in REQUIRE_CALL:
         raise ValueError(f"fc_format require_call must be one of {REQUIRE_CALL}, got {require_call!r}")
     info = extra_info if isinstance(extra_info, dict) else {}
+    category, row_language = info.get("category"), info.get("language")  # anything a row holds (arrays too)
     if require_call == "auto":
-        require_call = info.get("category") not in NO_CALL_CATEGORIES
-    verdict = check_fc_format(solution_str, str(info.get("language") or language or "python"),
-                              require_call=bool(require_call), strict_separator=bool(strict_separator))
+        require_call = not (isinstance(category, str) and category in NO_CALL_CATEGORIES)
+    row_language = row_language if isinstance(row_language, str) and row_language else None
+    verdict = check_fc_format(solution_str, row_language or language or "python",
+                              require_call=bool(require_call), strict_separator=bool(strict_separator),
+                              raise_decoder_bugs=True)
     return {"score": float(weight) if verdict.error_type is None else 0.0, "error_type": verdict.error_type,
             "num_calls": float(len(verdict.calls))}

@@ -165,7 +165,8 @@ def gaussian_point_score(point, box) -> float:
     0.6065
     """
     cx, cy, sx, sy = _gaussian(box)
-    value = math.exp(-0.5 * (((point[0] - cx) / sx) ** 2 + ((point[1] - cy) / sy) ** 2))
+    dx, dy = (point[0] - cx) / sx, (point[1] - cy) / sy
+    value = math.exp(-0.5 * (dx * dx + dy * dy))  # products, not `** 2`: a far click overflows to inf, not an error
     return value if math.isfinite(value) else 0.0
 
 
@@ -182,7 +183,8 @@ def gaussian_coverage_score(pred_box, gt_box) -> float:
     distance = 0.0
     for mu1, s1, mu2, s2 in ((px, psx, gx, gsx), (py, psy, gy, gsy)):
         var = (s1 * s1 + s2 * s2) / 2
-        distance += (mu1 - mu2) ** 2 / (8 * var) + 0.5 * math.log(var / (s1 * s2))
+        gap = mu1 - mu2
+        distance += gap * gap / (8 * var) + 0.5 * math.log(var / (s1 * s2))  # inf, never OverflowError, when far
     value = math.exp(-distance) if math.isfinite(distance) else 0.0
     return min(1.0, value)
 

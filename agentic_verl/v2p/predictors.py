@@ -159,7 +159,7 @@ class EndpointPredictor:
         self.min_pixels, self.max_pixels = min_pixels, max_pixels
         self.max_tokens, self.coord_system, self.temperature = max_tokens, coord_system, temperature
         self.timeout_s, self.max_retries = timeout_s, max_retries
-        self._headers = auth_headers(api_key_env)  # the bearer token (agentic_verl.net), never in results
+        self._headers = auth_headers(api_key_env, url=self.base)  # the bearer token (agentic_verl.net), never in results
 
     def check(self) -> None:
         check_served_model(self.base, self.model_name, min(self.timeout_s, 30), self._headers)

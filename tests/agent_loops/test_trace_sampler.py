@@ -62,3 +62,38 @@ def test_replay_buffer_is_verls_sync_buffer_and_refuses_other_modes():
     assert isinstance(buffer, ReplayBuffer) and buffer.filter_groups_metric is None
     with pytest.raises(ValueError, match="sync replay buffer.*'colocate_async'"):
         AgentMetricsReplayBuffer(trainer_mode="colocate_async", **kwargs)
+
+
+class _Batch:
+    """The parts of verl's sampled batch (a KVBatchMeta) that the buffer reads."""
+
+    partition_id = "train"
+    keys = ["k0", "k1"]
+    tags = [{}, {}]
+
+
+def test_metrics_that_cannot_be_read_fail_the_step(monkeypatch):
+    # a step whose agent and reward-exception metrics cannot be read is an error, not a warning and a step without them
+    import transfer_queue as tq
+
+    from agentic_verl.agent_loops.trace_sampler import MetricsReadError, _agent_metrics
+
+    def unreadable(**kwargs):
+        raise KeyError("extra_fields")
+
+    monkeypatch.setattr(tq, "kv_batch_get", unreadable)
+    with pytest.raises(MetricsReadError, match="cannot read extra_fields of the 2 sampled.*KeyError"):
+        _agent_metrics(_Batch())
+
+
+def test_metrics_read_from_the_transfer_queue(monkeypatch):
+    import numpy as np
+    import transfer_queue as tq
+
+    from agentic_verl.agent_loops.trace_sampler import _agent_metrics
+
+    fields = [{"agent_metrics": CALLS, "reward_extra_info": {"reward/qa_em/exceptions": 1.0}},
+              {"reward_extra_info": {"reward/qa_em/exceptions": 0.0}}]
+    monkeypatch.setattr(tq, "kv_batch_get", lambda **kwargs: {"extra_fields": np.array(fields, dtype=object)})
+    metrics = _agent_metrics(_Batch())
+    assert metrics["reward/qa_em/exceptions/mean"] == 0.5 and metrics["agent/num_tool_calls/mean"] == 2.0

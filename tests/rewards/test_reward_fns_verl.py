@@ -114,9 +114,9 @@ def test_composed_bad_config_is_a_clear_error(reward_kwargs, message):
 
 def test_qa_em_entry():
     fn = load_with_verl(str(REPO / "reward_fns/qa_em.py"))
-    assert call(fn, GOOD, {"target": np.array(["paris"])}) == {"score": 1.0, "error_type": None, "reward/qa_em/exceptions": 0.0}
-    assert call(fn, "no tags", ["Paris"]) == {"score": 0.0, "error_type": "qa:missing_answer",
-                                           "reward/qa_em/exceptions": 0.0}
+    counts = {"reward/qa_em/exceptions": 0.0, "reward/qa_em/bad_ground_truth": 0.0}
+    assert call(fn, GOOD, {"target": np.array(["paris"])}) == {"score": 1.0, "error_type": None, **counts}
+    assert call(fn, "no tags", ["Paris"]) == {"score": 0.0, "error_type": "qa:missing_answer", **counts}
     eval_fn = load_with_verl(str(REPO / "reward_fns/qa_em.py"), reward_kwargs={"normalizer": "rag_r1_eval"})
     assert call(eval_fn, "<answer>New_York</answer>", ["New York"])["score"] == 1.0
     typo = load_with_verl(str(REPO / "reward_fns/qa_em.py"), reward_kwargs={"normaliser": "squad"})

@@ -55,7 +55,7 @@ class JudgeClient:
         self.max_retries, self.backoff_s = max_retries, backoff_s
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         # the bearer token (agentic_verl.net.auth_headers); requests' cache keys never include it
-        self._headers = {} if cache_only else auth_headers(api_key_env)
+        self._headers = {} if cache_only else auth_headers(api_key_env, url=self.base)
         self._concurrency = concurrency
         self._semaphores: dict[int, asyncio.Semaphore] = {}
         self._sessions: dict[int, aiohttp.ClientSession] = {}

@@ -30,6 +30,23 @@ def _std(value):
     return standardize(value) if type(value) is str else value
 
 
+BAD_GROUND_TRUTH = "bfcl:bad_ground_truth"
+
+
+class CheckFailure(Exception):
+    """Ends a check with a verdict (raised deep inside the value checks)."""
+
+    def __init__(self, error_type: str, message: str):
+        super().__init__(message)
+        self.error_type = error_type
+
+
+def bad_ground_truth(message: str) -> CheckFailure:
+    """The failure for a question whose schema or possible answers cannot be checked (a data bug, not the model's):
+    raised where the checker reads the part that is wrong, so that any other exception is a checker bug."""
+    return CheckFailure(BAD_GROUND_TRUTH, message)
+
+
 def verdict(error_type: str | None = None, *errors: str) -> dict:
     return {"valid": error_type is None, "error_type": error_type, "errors": list(errors)}
 
@@ -75,6 +92,8 @@ def _dict_check(value: dict, allowed: list) -> dict | None:
     for option in allowed:
         if option == "":
             continue
+        if type(option) is not dict or not all(type(options) is list for options in option.values()):
+            raise bad_ground_truth(f"a dict parameter's possible answer must be a dict of option lists, got {option!r}")
         result = None
         for key, item in value.items():
             if key not in option:
@@ -95,6 +114,8 @@ def _dict_check(value: dict, allowed: list) -> dict | None:
 def _list_of_dicts_check(value: list, allowed: list) -> dict | None:
     result = verdict("list_dict_checker:unclear")
     for option in allowed:
+        if not isinstance(option, (list, str)):  # "" (the optional marker) is compared as BFCL does, by length
+            raise bad_ground_truth(f"a list-of-dicts parameter's possible answer must be a list, got {option!r}")
         if len(value) != len(option):
             result = verdict("value_error:list_dict_count", "Wrong number of dictionaries in the list.")
             continue

@@ -29,11 +29,14 @@ values and answers that repeat (an RL step scores many samples of each question)
 from __future__ import annotations
 
 from agentic_verl.rewards.bfcl._compare import (
+    BAD_GROUND_TRUTH,
+    CheckFailure,
     _answer_type,
     _dict_check,
     _list_of_dicts_check,
     _std,
     _type_check,
+    bad_ground_truth,
     verdict,
 )
 from agentic_verl.rewards.bfcl.convert import JAVA_TYPES, JS_TYPES, NESTED_TYPES, UnsupportedType, java_value, js_value
@@ -48,14 +51,6 @@ _WRONG_COUNT = {"parallel": "parallel_function_checker_no_order:wrong_count",
                 "simple": "simple_function_checker:wrong_count"}  # fmt: skip
 
 
-class CheckFailure(Exception):
-    """Ends a check with a verdict (raised deep inside the value checks)."""
-
-    def __init__(self, error_type: str, message: str):
-        super().__init__(message)
-        self.error_type = error_type
-
-
 def check_calls(calls: list[dict], functions: list[dict], possible_answer: list[dict], category: str,
                 language: str = "python", optimal_matching: bool = False) -> dict:
     """Dispatch like BFCL: "parallel" in category -> order-free matching, "multiple" -> one call of the
@@ -63,10 +58,10 @@ def check_calls(calls: list[dict], functions: list[dict], possible_answer: list[
     kind = "parallel" if "parallel" in category else "multiple" if "multiple" in category else "simple"
     if len(calls) != len(possible_answer) if kind != "simple" else len(calls) != 1:
         return verdict(_WRONG_COUNT[kind], "Wrong number of functions.")
-    if kind == "parallel":
-        return _check_parallel(calls, functions, possible_answer, language, optimal_matching)
-    answer = possible_answer[0]
     try:
+        if kind == "parallel":
+            return _check_parallel(calls, functions, possible_answer, language, optimal_matching)
+        answer = possible_answer[0]
         description = functions[0] if kind == "simple" else _find(functions, next(iter(answer)))
         return _check_call(description, answer, calls[0], language) or verdict()
     except CheckFailure as failure:
@@ -85,7 +80,7 @@ def _find(functions: list[dict], name: str) -> dict:
     for function in functions:
         if function["name"] == name:
             return function
-    raise CheckFailure("bfcl:bad_ground_truth", f"no function named {name!r} in the function list")
+    raise bad_ground_truth(f"no function named {name!r} in the function list")
 
 
 def _check_parallel(calls, functions, possible_answer, language, optimal_matching) -> dict:
@@ -101,7 +96,9 @@ def _check_parallel(calls, functions, possible_answer, language, optimal_matchin
                 if description is None:
                     description = descriptions[i] = _find(functions, next(iter(possible_answer[i])))
                 ok = _check_call(description, possible_answer[i], calls[j], language) is None
-            except CheckFailure:
+            except CheckFailure as failure:
+                if failure.error_type == BAD_GROUND_TRUTH:
+                    raise  # the question is wrong whichever call is tried: its own verdict, not "no match"
                 ok = False
             memo[i, j] = ok
         return ok
@@ -154,7 +151,10 @@ def _check_call(description: dict, answer: dict, call: dict, language: str) -> d
         return verdict("simple_function_checker:wrong_func_name", f"Function name {name!r} not found in model output.")
     params = call[name]
     parameters = description["parameters"]
-    for param in parameters.get("required", ()):
+    required = parameters.get("required", ())
+    if not isinstance(required, (list, tuple)) or not all(type(param) is str for param in required):
+        raise bad_ground_truth(f"{name}: 'required' must be a list of parameter names, got {required!r}")
+    for param in required:
         if param not in params:
             return verdict("simple_function_checker:missing_required", f"Missing required parameter: {param!r}.")
     properties = parameters["properties"]
@@ -179,12 +179,18 @@ def _declared(language: str, type_name: str):
     return expected
 
 
+def _schema_type(param, schema) -> str:
+    if type(schema) is not dict or type(schema.get("type")) is not str:
+        raise bad_ground_truth(f"parameter {param!r}: a schema needs a 'type' string, got {schema!r}")
+    return schema["type"]
+
+
 def _check_param(param, schema: dict, allowed: list, value, language: str) -> dict | None:
-    type_name = schema["type"]
+    type_name = _schema_type(param, schema)
     expected = _declared(language, type_name)
     item_type = item_expected = None
     if type_name in _NESTED[language]:
-        item_type = schema["items"]["type"]
+        item_type = _schema_type(f"{param}[]", schema.get("items"))
         item_expected = _declared(language, item_type)
     if language != "python":
         if type(value) is not str:
@@ -221,7 +227,10 @@ def _check_param(param, schema: dict, allowed: list, value, language: str) -> di
             return verdict("value_error:string", f"Invalid value for parameter {param!r}: {value!r}. "
                                                  f"Expected one of {allowed}. Case insensitive.")
         if expected is list:
-            # every option is standardised first, as in BFCL (an option that is not a sequence raises)
+            # every option is standardised first, as in BFCL (where an option that is not a sequence raises)
+            if not all(isinstance(option, (list, tuple, str, dict)) for option in allowed):
+                raise bad_ground_truth(f"parameter {param!r}: a list parameter's possible answers must be sequences, "
+                                       f"got {allowed!r}")
             if [_std(v) for v in value] in [[_std(v) for v in option] for option in allowed]:
                 return None
             return verdict("value_error:list/tuple", f"Invalid value for parameter {param!r}: {value!r}. "

@@ -9,9 +9,17 @@ True
 'simple_function_checker:missing_required'
 >>> ast_match("I can't help with that.", functions, [], "irrelevance")["valid"]
 True
+
+A question the checker cannot read (a schema without a type, an option that is not a list, ...) is
+`bfcl:bad_ground_truth`, decided where the checker reads it (`check.bad_ground_truth`). Any other exception from
+the checker is a bug of ours: `ast_match` logs it with its traceback and answers `bfcl:checker_bug` (an evaluation
+goes on and counts it); `raise_checker_bugs=True` (the `bfcl_ast` reward) lets it propagate to the reward wrappers,
+which count it as `reward/bfcl_ast/exceptions`.
 """
 
 from __future__ import annotations
+
+import logging
 
 from agentic_verl.rewards.bfcl._tokens import SyntaxFailure
 from agentic_verl.rewards.bfcl.check import CheckFailure, check_calls, verdict
@@ -20,6 +28,10 @@ from agentic_verl.rewards.bfcl.decode import DecodeError, decode
 AST_CATEGORIES = ("simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple",
                   "live_simple", "live_multiple", "live_parallel", "live_parallel_multiple")  # fmt: skip
 RELEVANCE_CATEGORIES = ("irrelevance", "live_irrelevance", "live_relevance")
+CHECKER_BUG = "bfcl:checker_bug"
+LANGUAGES = ("python", "java", "javascript")
+
+logger = logging.getLogger(__name__)
 
 
 def language_of(category: str, default: str = "python") -> str:
@@ -33,7 +45,8 @@ def language_of(category: str, default: str = "python") -> str:
 
 def ast_match(output: str, functions: list[dict], possible_answer: list[dict] | None, category: str,
               language: str = "python", *, accept_code_fences: bool = False, python_unary_operators: bool = False,
-              optimal_parallel_matching: bool = False, tree_sitter_recovery: bool = False) -> dict:
+              optimal_parallel_matching: bool = False, tree_sitter_recovery: bool = False,
+              raise_checker_bugs: bool = False) -> dict:
     """Verdict `{"valid", "error_type", "errors"}` for `output` (raw model text) on one BFCL question.
 
     irrelevance categories: valid iff no function call decodes; relevance: valid iff at least one call decodes
@@ -45,6 +58,7 @@ def ast_match(output: str, functions: list[dict], possible_answer: list[dict] | 
     `python_unary_operators` (`+5` is 5, not -5), `optimal_parallel_matching` (a one-to-one matching of
     parallel calls where BFCL's greedy matcher gives up). `tree_sitter_recovery` approximates tree-sitter's
     error recovery on Java/JavaScript for the agreement benchmark (it accepts some outputs BFCL rejects).
+    `raise_checker_bugs`: see the module docstring.
     """
     if not isinstance(category, str):
         return verdict("bfcl:bad_ground_truth", f"category is {type(category).__name__}, not str")
@@ -52,6 +66,8 @@ def ast_match(output: str, functions: list[dict], possible_answer: list[dict] | 
     if "relevance" in category:  # covers irrelevance too
         return _relevance(output, category, options)
     language = language_of(category, language)
+    if not isinstance(language, str) or language not in LANGUAGES:  # the row's, not the model's: never a decode failure of the output
+        return verdict("bfcl:bad_ground_truth", f"language {language!r} is not one of {', '.join(LANGUAGES)}")
     problem = _bad_question(functions, possible_answer)
     if problem:
         return verdict("bfcl:bad_ground_truth", problem)
@@ -65,10 +81,13 @@ def ast_match(output: str, functions: list[dict], possible_answer: list[dict] | 
         return check_calls(calls, functions, possible_answer, category, language, optimal_parallel_matching)
     except CheckFailure as failure:
         return verdict(failure.error_type, str(failure))
-    except (RecursionError, ArithmeticError, MemoryError) as exc:
+    except (RecursionError, ArithmeticError, MemoryError) as exc:  # values too deep or too big to compare
         return verdict("bfcl:checker_error", f"{type(exc).__name__}: {exc}")
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # malformed schema or answer
-        return verdict("bfcl:bad_ground_truth", f"{type(exc).__name__}: {exc}")
+    except Exception as exc:
+        if raise_checker_bugs:
+            raise
+        logger.exception("BFCL checker bug on category %s (scored %s; please report it)", category, CHECKER_BUG)
+        return verdict(CHECKER_BUG, f"{type(exc).__name__}: {exc}")
 
 
 def _decode(output: str, language: str, options: tuple) -> list[dict]:

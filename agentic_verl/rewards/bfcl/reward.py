@@ -128,7 +128,7 @@ def bfcl_ast(solution_str, ground_truth, extra_info=None, *, category: str | Non
         result = ast_match(solution_str, functions, possible_answer, category, language,
                            accept_code_fences=bool(accept_code_fences),
                            python_unary_operators=bool(python_unary_operators),
-                           optimal_parallel_matching=bool(optimal_parallel_matching))
+                           optimal_parallel_matching=bool(optimal_parallel_matching), raise_checker_bugs=True)
     return {
         "score": 1.0 if result["valid"] else 0.0,
         "error_type": error_type_of(result["error_type"]),
