@@ -30,11 +30,11 @@ NET_SH = Path(__file__).resolve().parents[1] / "recipes" / "_common" / "net.sh"
 class StubServer:
     """A loopback HTTP server: /health answers 200 once `healthy_after_s` has passed (503 before; never when None);
     /v1/models lists `models` (or answers `models_status` with a plain-text body); POST /v1/completions and
-    /v1/chat/completions answer "ok". With `api_key`, every /v1 request needs `Authorization: Bearer <api_key>` (401
-    otherwise, as `vllm serve --api-key`); `authorizations` records each /v1 request's (path, Authorization)."""
+    /v1/chat/completions answer `completion_text` ("ok"). With `api_key`, every /v1 request needs
+    `Authorization: Bearer <api_key>` (401 otherwise, as `vllm serve --api-key`); `authorizations` records each /v1 request's (path, Authorization)."""
 
     def __init__(self, healthy_after_s: float | None = 0.0, models=("served-model",), models_status: int = 200,
-                 models_body: str | None = None, api_key: str | None = None):
+                 models_body: str | None = None, api_key: str | None = None, completion_text="ok"):
         started = time.monotonic()
         outer = self
         self.health_calls = 0
@@ -66,7 +66,7 @@ class StubServer:
                 if self._refused():
                     return
                 if self.path == "/v1/completions":
-                    self._send(200, json.dumps({"choices": [{"text": "ok", "finish_reason": "stop"}]}))
+                    self._send(200, json.dumps({"choices": [{"text": completion_text, "finish_reason": "stop"}]}))
                 elif self.path == "/v1/chat/completions":
                     self._send(200, json.dumps({"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}]}))
                 else:
@@ -340,3 +340,48 @@ def test_shell_wait_for_health_when_the_server_exits(tmp_path):
                 f'wait_for_health "http://127.0.0.1:{free_port()}" 30 "$pid" "{log}"')
     assert out.returncode == 1 and "exited before" in out.stderr and "Address already in use" in out.stderr
     assert "line 10\n" not in out.stderr  # only the log's last 20 lines
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("ok\ud800!", "ok\ufffd\ufffd\ufffd!"),  # a lone surrogate (JSON "\\ud800") has no UTF-8 form: what bytes would give
+    ("caf\u00e9", "caf\u00e9"),  # real text untouched
+])
+def test_endpoint_text_without_a_utf8_form_is_tokenised_as_bytes_would_be(text, expected):
+    """A hostile or broken server's lone surrogates reach the tokenizer as U+FFFD, never as its TypeError."""
+    import asyncio
+
+    from agentic_verl.generation.openai_endpoint import EndpointGenerationEngine
+
+    class StrictTokenizer:  # the fast tokenizers refuse lone surrogates with a TypeError
+        eos_token_id = 0
+
+        def encode(self, text, add_special_tokens=False):
+            return list(text.encode("utf-8"))
+
+    async def one(url):
+        engine = EndpointGenerationEngine(url, "m", StrictTokenizer())
+        try:
+            return await engine.generate([1, 2], {"max_tokens": 4})
+        finally:
+            await engine.aclose()
+
+    with StubServer(models=("m",), completion_text=text) as server:
+        out = asyncio.run(one(server.url))
+    assert out.token_ids == list(expected.encode("utf-8")) + [0]
+
+
+def test_endpoint_text_that_is_not_text_is_the_servers_error():
+    import asyncio
+
+    from agentic_verl.generation.openai_endpoint import EndpointGenerationEngine
+
+    async def one(url):
+        engine = EndpointGenerationEngine(url, "m", tokenizer=None)
+        try:
+            await engine.generate([1], {"max_tokens": 4})
+        finally:
+            await engine.aclose()
+
+    with StubServer(models=("m",), completion_text=["not", "text"]) as server:
+        with pytest.raises(EndpointError, match="not text"):
+            asyncio.run(one(server.url))

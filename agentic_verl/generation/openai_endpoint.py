@@ -77,6 +77,11 @@ class EndpointGenerationEngine:
         body = self.request_body(prompt_ids, sampling_params or {})
         choice = await self._post(body)
         text = choice.get("text") or ""
+        if not isinstance(text, str):
+            raise EndpointError(f"{self.base}/v1/completions answered a completion that is not text: {text!r:.200}")
+        # a lone surrogate (JSON "\ud800") has no UTF-8 form and the tokenizer raises on it; a byte stream would
+        # carry U+FFFD there, so the model's text becomes what a token stream would decode to
+        text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
         stop_reason = choice.get("stop_reason")
         if isinstance(stop_reason, str) and stop_reason in body.get("stop", ()) and not text.endswith(stop_reason):
             text += stop_reason  # a server that trimmed the stop string it matched
