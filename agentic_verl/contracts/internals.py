@@ -20,6 +20,7 @@ _TRACED = "agentic_verl/agent_loops/tool_agent_traced.py"
 _IN_PROCESS = "agentic_verl/agent_loops/in_process.py"
 _DOCTOR = "agentic_verl/commands/doctor.py"
 _WORKAROUNDS = "agentic_verl/cpu/_verl_workarounds.py"
+_CHECKPOINTS = "agentic_verl/training/checkpoints.py"
 _VLLM_PLUGIN = "agentic_verl/cpu/vllm_plugin.py"
 _ENGINE = "agentic_verl/generation/vllm_engine.py"
 _MULTI_TURN = "agentic_verl/agent_loops/bfcl_multi_turn.py"
@@ -147,6 +148,15 @@ VERL_SFT = (
              relies_on="Metric(AggregationType, value), .aggregate(), Metric.aggregate_dp([...])",
              why="our losses report metrics the way verl's engine reduces them", used_by=_LOSSES,
              source_has=("def aggregate(self", "def aggregate_dp(")),
+    Contract("verl.utils.megatron_utils:get_hf_model_checkpoint_path", static=True, params=("checkpoint_path",),
+             relies_on="a Megatron step's HF weights are get_model_checkpoint_path(step)/_HUGGINGFACE_SUBDIR "
+                       "(model/huggingface, checkpoint layout v2)",
+             why="the SFT -> RL handoff reads the subfolder from this function's joins (training/checkpoints.py)",
+             used_by=(_CHECKPOINTS,), source_has=("get_model_checkpoint_path(checkpoint_path)", "_HUGGINGFACE_SUBDIR")),
+    Contract("verl.utils.checkpoint.fsdp_checkpoint_manager:FSDPCheckpointManager.save_checkpoint",
+             relies_on="an FSDP step's HF config, tokenizer and weights go to <step>/huggingface",
+             why="the SFT -> RL handoff looks there for FSDP checkpoints (verl has no helper to ask)",
+             used_by=(_CHECKPOINTS,), source_has=('os.path.join(local_path, "huggingface")',)),
     Contract("verl.utils.dataset.multiturn_sft_dataset:MultiTurnSFTDataset", kind="class",
              params=("parquet_files", "tokenizer", "config", "processor", "max_samples"),
              relies_on="attributes image_key, dataframe, parquet_files; items with input_ids, loss_mask, "
