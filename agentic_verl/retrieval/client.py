@@ -25,7 +25,7 @@ import weakref
 import aiohttp
 
 from agentic_verl.retrieval.auth import TOKEN_ENV, auth_headers
-from agentic_verl.retrieval.protocol import Passage
+from agentic_verl.retrieval.protocol import Passage, is_valid_unicode
 
 CATEGORIES = ("timeout", "server_error", "bad_arguments")
 
@@ -94,6 +94,9 @@ class RetrievalClient:
             raise RetrievalError("bad_arguments", f"queries must be a list of strings, got {type(queries).__name__}")
         if not queries:
             return []
+        for i, query in enumerate(queries):  # the server would answer 400 "not valid JSON": say what is wrong
+            if not is_valid_unicode(query):
+                raise RetrievalError("bad_arguments", f"queries[{i}] is not valid Unicode (it has a lone surrogate)")
         http, semaphore = self._session()
         payload = {"queries": queries, "topk": topk, "return_scores": True}
         last_error: RetrievalError | None = None
@@ -173,7 +176,9 @@ def _parse_result(raw: bytes, n_queries: int, url: str) -> list[list[Passage]]:
             passages = []
             for entry in entries:
                 document = entry.get("document", entry)  # without return_scores an entry is the document
-                passages.append(Passage(id=str(document.get("id", "")), contents=str(document["contents"]),
+                if not isinstance(document["contents"], str):  # str() would turn null into a passage "None"
+                    raise TypeError(f"a passage's contents must be a string, got {type(document['contents']).__name__}")
+                passages.append(Passage(id=str(document.get("id", "")), contents=document["contents"],
                                         score=float(entry.get("score", 0.0))))
             parsed.append(passages)
         return parsed

@@ -63,7 +63,7 @@ def parse_line(line: str, where: str) -> Passage:
     try:
         record = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise CorpusError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        raise CorpusError(f"{where}: not valid JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})") from None
     return parse_record(record, where)
 
 

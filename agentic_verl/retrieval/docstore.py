@@ -70,6 +70,10 @@ class DocStore:
         self._offsets = np.load(folder / OFFSETS_FILE, mmap_mode="r")
         self._file = open(folder / PASSAGES_FILE, "rb")  # noqa: SIM115 - closed in close()
         size = self._file.seek(0, 2)
+        if len(self._offsets) == 0 or int(self._offsets[-1]) != size:  # a copy cut short would fail at query time
+            self._file.close()
+            raise ValueError(f"{folder / PASSAGES_FILE} is {size} bytes but {OFFSETS_FILE} expects "
+                             f"{int(self._offsets[-1]) if len(self._offsets) else '?'}: the docstore is damaged")
         self._data = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
 
     def __len__(self) -> int:

@@ -99,14 +99,35 @@ def read_meta(index_dir: str | Path) -> dict:
         if unfinished is not None:
             raise unfinished
         raise FileNotFoundError(f"{index_dir} is not an index folder (no {META_FILE}; was the build finished?)")
-    return json.loads(meta_path.read_text())
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise DamagedIndexError(f"{meta_path} is not valid JSON ({exc}); {_REBUILD}") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("backend"), str):
+        raise DamagedIndexError(f"{meta_path} is not an index meta (a JSON object with a 'backend' name); {_REBUILD}")
+    return meta
+
+
+class DamagedIndexError(ValueError):
+    """An index folder that cannot be opened: a file missing, cut short or not what the build wrote."""
+
+
+_REBUILD = "the index folder is damaged: rebuild it (agentic-verl index build ... --overwrite)"
 
 
 def load_index(index_dir: str | Path) -> Index:
-    """Open an index folder written by `build_index`."""
+    """Open an index folder written by `build_index`; a missing or damaged file raises DamagedIndexError (which
+    names the folder; the backend's own error follows), an unfinished build IncompleteIndexError."""
     index_dir = Path(index_dir)
     meta = read_meta(index_dir)
-    backend = backend_class(meta["backend"]).load(index_dir, meta)
+    cls = backend_class(meta["backend"])
+    try:
+        backend = cls.load(index_dir, meta)
+    except DamagedIndexError:  # a sub-index (hybrid) already said which folder
+        raise
+    except (OSError, EOFError, ValueError, KeyError, TypeError) as exc:  # not ImportError: a missing extra says so
+        raise DamagedIndexError(f"cannot open the {meta['backend']} index {index_dir}: {type(exc).__name__}: "
+                                f"{exc}; if a file is missing or cut short, {_REBUILD}") from exc
     return Index(path=index_dir, meta=meta, backend=backend)
 
 

@@ -25,3 +25,15 @@ class Passage:
     @property
     def text(self) -> str:
         return self.contents.split("\n", 1)[1] if "\n" in self.contents else self.contents
+
+
+def is_valid_unicode(text: str) -> bool:
+    """False for a string with a lone surrogate (what json.loads makes of a "\\ud800" escape in model output): no
+    UTF-8 body can carry it, so the server could not even parse the request."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from agentic_verl.retrieval.index import Index, load_index
-from agentic_verl.retrieval.protocol import Passage
+from agentic_verl.retrieval.protocol import Passage, is_valid_unicode
 
 
 @dataclass(frozen=True)
@@ -82,11 +82,8 @@ def validate(queries: object, topk: object, limits: Limits) -> None:
             raise RequestError(422, f"queries[{i}] is empty")
         if len(query) > limits.max_query_chars:
             raise RequestError(413, f"queries[{i}] has {len(query)} characters; the limit is {limits.max_query_chars}")
-        if not query.isascii():
-            try:
-                query.encode("utf-8")
-            except UnicodeEncodeError:
-                raise RequestError(422, f"queries[{i}] is not valid Unicode (it has a lone surrogate)") from None
+        if not is_valid_unicode(query):
+            raise RequestError(422, f"queries[{i}] is not valid Unicode (it has a lone surrogate)")
 
 
 class ServiceMetrics:

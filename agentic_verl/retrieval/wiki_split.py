@@ -39,7 +39,7 @@ def read_articles(path: str | Path) -> Iterator[tuple[str, str]]:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise CorpusError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+            raise CorpusError(f"{where}: not valid JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})") from None
         if not isinstance(record, dict):
             raise CorpusError(f"{where}: expected a JSON object, got {type(record).__name__}")
         title = record.get("title", record.get("wikipedia_title"))

@@ -188,7 +188,9 @@ class SearchTool(BaseTool):
 
     def _check_arguments(self, parameters: Any) -> list[str]:
         s = self.settings
-        queries = parameters.get("query_list") if isinstance(parameters, dict) else None
+        if not isinstance(parameters, dict):
+            raise RetrievalError("bad_arguments", f"the arguments must be a JSON object, got {type(parameters).__name__}")
+        queries = parameters.get("query_list")
         if not isinstance(queries, list):
             raise RetrievalError("bad_arguments", f"query_list must be a list of strings, got "
                                  f"{type(queries).__name__ if queries is not None else 'nothing'}")

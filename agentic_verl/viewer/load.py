@@ -64,9 +64,9 @@ def load_dumps(inputs: list[str]) -> LoadResult:
 def parse_line(line: str) -> tuple[dict | None, str | None]:
     """(record, None) for a usable line, (None, reason) otherwise."""
     try:
-        record = json.loads(line)
-    except json.JSONDecodeError as exc:
-        return None, f"not valid JSON ({exc.msg} at column {exc.colno})"
+        record = json.loads(line.rstrip("\r\n"))
+    except json.JSONDecodeError as exc:  # a line cut short (a killed writer) lands here
+        return None, f"not valid JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})"
     if not isinstance(record, dict):
         return None, f"expected a JSON object, got {type(record).__name__}"
     record.setdefault("kind", "trajectory")
@@ -74,6 +74,9 @@ def parse_line(line: str) -> tuple[dict | None, str | None]:
         return None, f"unknown record kind {record['kind']!r} (known: {', '.join(KINDS)})"
     if not isinstance(record.get("request_id"), str) or not record["request_id"]:
         return None, "missing request_id"
+    reward = record.get("reward")
+    if reward is not None and (isinstance(reward, bool) or not isinstance(reward, (int, float))):
+        return None, f"reward must be a number or null, got {type(reward).__name__}"
     if record["kind"] == "reward":
         return record, None
     ids, mask = record.get("response_ids", []), record.get("response_mask", [])
@@ -87,10 +90,14 @@ def parse_line(line: str) -> tuple[dict | None, str | None]:
             record[key] = kind()
         elif not isinstance(record[key], kind):
             return None, f"{key} must be a JSON {'array' if kind is list else 'object'}"
-    reward = record.get("reward")
-    if reward is not None and not isinstance(reward, (int, float)):
-        return None, f"reward must be a number or null, got {type(reward).__name__}"
+    for i, segment in enumerate(record["response_segments"]):
+        if not isinstance(segment, dict) or not all(_is_count(segment.get(key, 0)) for key in ("start", "num_tokens")):
+            return None, f"response_segments[{i}] must be an object with non-negative integer start and num_tokens"
     return record, None
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _join_rewards(result: LoadResult, rewards: list[dict]) -> None:

@@ -18,6 +18,7 @@ from agentic_verl.agent_loops.trace import FAILURE_CATEGORIES
 from agentic_verl.viewer.load import LoadResult, failures_of
 
 _MAX_IDS_SHOWN = 400  # token ids shown for a run when the dump has no decoded text
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def render_report(result: LoadResult, title: str = "agentic_verl trajectories", plots: str = "") -> str:
@@ -43,7 +44,10 @@ def render_report(result: LoadResult, title: str = "agentic_verl trajectories", 
     }
     template = resources.files("agentic_verl.viewer").joinpath("template.html").read_text(encoding="utf-8")
     # One pass over the template: substituted text is never scanned again for placeholders.
-    return re.sub(r"\{\{(\w+)\}\}", lambda m: values[m.group(1)], template)
+    page = re.sub(r"\{\{(\w+)\}\}", lambda m: values[m.group(1)], template)
+    # json.loads turns a "\\ud800" escape in a dump into a lone surrogate, which no UTF-8 file can hold: show it
+    # as U+FFFD like an undecodable byte (pairs were already joined by json.loads, so every one left is lone).
+    return _LONE_SURROGATE.sub("\ufffd", page)
 
 
 def script_json(value: Any) -> str:
@@ -168,12 +172,12 @@ def _calls(calls: list) -> str:
 
 def _tokens(t: dict) -> str:
     ids, mask = t.get("response_ids", []), t.get("response_mask", [])
-    segments = [s for s in t.get("response_segments", []) if isinstance(s, dict)] or _segments_from_mask(mask)
+    segments = t.get("response_segments") or _segments_from_mask(mask)  # load.parse_line checked them
     if not segments:
         return ""
     spans = []
     for s in segments:
-        start, count = int(s.get("start", 0)), int(s.get("num_tokens", 0))
+        start, count = s.get("start", 0), s.get("num_tokens", 0)
         kind = "policy" if s.get("policy") else "obs"
         text = s.get("text")
         if text is None:

@@ -90,6 +90,7 @@ BAD_ARGUMENTS = [
     # (parameters, phrase in the observation)
     ({"query_list": "who wrote hamlet"}, "query_list must be a list of strings, got str"),  # a string, not a list
     ({}, "query_list must be a list of strings, got nothing"),  # missing
+    (["who wrote hamlet"], "the arguments must be a JSON object, got list"),  # not an object at all
     ({"query_list": []}, "query_list is empty"),  # empty list
     ({"query_list": ["a", "b", "c", "d"]}, "4 queries; at most 3 per call"),  # too many
     ({"query_list": ["ok", 7]}, "query_list[1] must be a non-empty string"),  # not a string

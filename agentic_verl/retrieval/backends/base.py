@@ -46,7 +46,8 @@ def backend_class(name: str) -> type[RetrievalBackend]:
     try:
         return BACKENDS.get(name)
     except RegistryError as exc:  # a user error: one clear line from the CLI
-        raise ValueError(str(exc)) from None
+        # the registry knows only the backends imported so far; the built-in ones are imported on first use
+        raise ValueError(f"{exc}; built in: {', '.join(BACKEND_MODULES)}") from None
 
 
 def common_meta(backend_meta: dict, backend: str, corpus_path: Path, sha256: str, passages: int, options: dict,
