@@ -20,8 +20,13 @@ Failure categories (trace.py taxonomy):
 - parse_error: an unclosed `<think>`, or an attempted call (a parenthesis, `[` or `{`) that BFCL's decoder
   (ast-based, never executed) cannot decode, e.g. a JSON tool call instead of `[f(a=1)]`;
 - no_call: nothing after the reasoning, or prose without a call (in BFCL's irrelevance categories that is the
-  right answer: the metric says how often it happens, the reward says whether it was right).
-The decoded calls and the verdict go to `extra_fields["function_call"]`.
+  right answer: the metric says how often it happens, the reward says whether it was right);
+- internal_error: our decoder raised something other than the model's format errors (`MODEL_FORMAT_ERRORS`), or
+  returned something other than a call list: a bug in agentic_verl, not a format error of the model. Logged with
+  its traceback (logger.exception) and counted apart, so that a decoder bug cannot pass for a policy that writes
+  badly; the rollout goes on (the reward path decodes again). The reading is `function_call_protocol.py`.
+The decoded calls and the verdict go to `extra_fields["function_call"]` (with `error`, the exception, for an
+internal_error).
 """
 
 from __future__ import annotations
@@ -40,10 +45,14 @@ from agentic_verl.agent_loops._common import (
     pop_config_kwargs,
     resolve_config,
 )
+from agentic_verl.agent_loops.function_call_protocol import (  # noqa: F401 (re-exported)
+    MODEL_FORMAT_ERRORS,
+    classify,
+    classify_output,
+)
 from agentic_verl.agent_loops.prompts import bfcl_system_prompt
 from agentic_verl.agent_loops.sampling_seeds import start_trajectory
 from agentic_verl.agent_loops.trace import TrajectoryTrace
-from agentic_verl.rewards.bfcl.decode import DecodeError, decode, strip_reasoning
 
 NAME = "function_call"
 LANGUAGES = ("python", "java", "javascript")
@@ -83,33 +92,6 @@ def build_messages(raw_prompt: list[dict], functions: Any) -> list[dict]:
     return [{"role": "system", "content": bfcl_system_prompt(list(functions))}, *turns]
 
 
-def classify(text: str, hit_limit: bool, language: str = "python") -> tuple[list[dict] | None, str | None]:
-    """(decoded calls or None, failure category or None) for one generated text.
-
-    >>> classify("<think>easy</think>\\n\\n[add(a=1, b=2)]", False)
-    ([{'add': {'a': 1, 'b': 2}}], None)
-    >>> classify("<think>hmm</think>\\n\\nI cannot help with that.", False)
-    (None, 'no_call')
-    >>> classify("<think>x</think>[add(a=1,", False)
-    (None, 'parse_error')
-    """
-    if hit_limit:
-        return None, "truncated_by_length"
-    if "<think>" in text and "</think>" not in text:
-        return None, "parse_error"
-    call_text = strip_reasoning(text).strip()
-    if not call_text:
-        return None, "no_call"
-    try:
-        calls = decode(call_text, language)
-    except DecodeError:  # an attempt at a call (parenthesis, list or JSON object) vs plain prose
-        attempted = "(" in call_text or call_text.lstrip("` \n").startswith(("[", "{"))
-        return None, "parse_error" if attempted else "no_call"
-    except Exception:  # a decoder bug must not end the rollout
-        return None, "parse_error"
-    return (calls, None) if calls else (None, "no_call")
-
-
 @register(NAME)
 class FunctionCallAgentLoop(AgentLoopBase):
     def __init__(self, *args, **kwargs):
@@ -138,7 +120,7 @@ class FunctionCallAgentLoop(AgentLoopBase):
             eos_ids=self._eos_ids, traj=traj, trace=trace,
         )
         text, latency, server_fields = turn.text, turn.latency_s, turn.server_fields
-        calls, failure = classify(text, turn.hit_limit, language)
+        calls, failure, error = classify_output(text, turn.hit_limit, language)
         if failure:
             trace.record_failure(failure)
         for call in calls or []:  # decoded, never executed: counted in the trace's num_tool_calls metric
@@ -152,7 +134,8 @@ class FunctionCallAgentLoop(AgentLoopBase):
                 **server_fields,
                 "turn_scores": [],
                 "tool_rewards": [],
-                NAME: {"calls": calls, "failure": failure, "has_think": "</think>" in text, "language": language},
+                NAME: {"calls": calls, "failure": failure, "has_think": "</think>" in text, "language": language,
+                       **({"error": error} if error else {})},
             },
         )
         return trace.finalize(result, tokenizer=self.tokenizer, messages=None,

@@ -18,11 +18,14 @@ x_original = x * W / w_input, y_original = y * H / h_input. It stores `image_siz
 `extra_fields["gui_grounding"]` = {click, click_original, failure}.
 
 Failures (trace.py taxonomy): truncated_by_length (hit the token limit), parse_error (a click-like text that does
-not parse, e.g. `click(x=`), no_call (no click at all).
+not parse, e.g. `click(x=`), no_call (no click at all), bad_arguments (a click whose coordinates cannot be mapped to
+the screenshot: `x=1e308` overflows; `click` and `click_original` are then None). A parsed click is recorded as
+one tool call `click` in the trace (never executed), so `agent/num_tool_calls` counts the clicks.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -88,6 +91,17 @@ def _first_image(messages: list[dict]) -> Any:
                 if isinstance(item, dict) and item.get("type") == "image":
                     return item.get("image", item)
     return None
+
+
+def map_click(point: tuple[float, float], input_size, original) -> list[float] | None:
+    """The click in the original screenshot's pixels (x * W / w_input, y * H / h_input); None when that is not a
+    finite number (a coordinate near the float limit, which the model may write, overflows).
+
+    >>> map_click((10.0, 20.0), (100, 100), (200, 50)), map_click((1e308, 1.0), (1344, 756), (1920, 1080))
+    ([20.0, 10.0], None)
+    """
+    mapped = [point[0] * original[0] / input_size[0], point[1] * original[1] / input_size[1]]
+    return mapped if all(math.isfinite(v) for v in mapped) else None
 
 
 def classify_click(text: str, hit_limit: bool):
@@ -174,8 +188,13 @@ class GuiGroundingAgentLoop(AgentLoopBase):
         if failure:
             trace.record_failure(failure)
         click_original = None
-        if click is not None and original and input_size:
-            click_original = [click.point[0] * original[0] / input_size[0], click.point[1] * original[1] / input_size[1]]
+        if click is not None:
+            if original and input_size:
+                click_original = map_click(click.point, input_size, original)
+                failure = None if click_original is not None else "bad_arguments"  # e.g. y=1e308 overflows
+            trace.add_tool_call("click", {"x": click.point[0], "y": click.point[1]}, "", 0.0, failure=failure)
+            if failure:
+                click = None
 
         result = AgentLoopOutput(
             **traj.output_fields(),

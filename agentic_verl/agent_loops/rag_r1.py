@@ -24,8 +24,8 @@ One assistant turn that the policy continues across searches:
   behaviour) is an optional observation inserted before that final generation, e.g. "Answer now.".
 - Failures (trace.py taxonomy): no_call (neither tag), parse_error (an unclosed or mismatched tag),
   bad_arguments (empty query, or the server rejected the request), timeout / tool_error (retrieval),
-  truncated_by_length (a turn hit its token limit, or the response budget ran out). None of them ends the
-  rollout with an exception.
+  truncated_by_length (a turn hit its token limit, or the response budget ran out), over_limit (one per mq query
+  past `max_queries`: not searched). None of them ends the rollout with an exception.
 - Fail-fast: a retrieval server that is down would otherwise train the policy on "Search failed" observations.
   After `max_consecutive_search_failures` searches in a row that got no answer (timeouts, unreachable server,
   5xx; counted per process and retrieval URL across trajectories, reset by any answer from the server) the loop
@@ -257,6 +257,8 @@ class RagR1AgentLoop(AgentLoopBase):
 
             if action == "search":
                 queries = split_queries(content, cfg.mode, cfg.max_queries)
+                for _ in range(len(split_queries(content, cfg.mode, len(content) + 1)) - len(queries)):
+                    trace.record_failure("over_limit")  # mq: queries past max_queries are not searched
                 if queries:
                     started = time.perf_counter()
                     observation, failure = await self._search(cfg, queries)

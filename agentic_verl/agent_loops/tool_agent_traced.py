@@ -8,7 +8,8 @@ bad_arguments there). No hook exposes any of it, so this loop overrides three of
 each, and records what happened:
 
 - `_handle_generating_state`: one trace turn per generation; with the hermes parser, `<tool_call>` blocks that did
-  not become tool calls count as parse_error;
+  not become tool calls count as parse_error; calls past `multi_turn.max_parallel_calls` (verl drops them) count
+  as over_limit;
 - `_call_tool`: one trace tool call per call, with its failure: unknown_tool, bad_arguments (invalid JSON or the
   tool's own verdict), timeout / tool_error (the tool's verdict or an exception verl caught);
 - `run`: no_call when the trajectory never called a tool, truncated_by_length when it filled the response
@@ -54,6 +55,10 @@ class TracedToolAgentLoop(ToolAgentLoop):
         self._raise_if_a_tool_tripped()  # tripped earlier in this process: stop every sample
         self.trace = TrajectoryTrace(uuid4().hex, agent_name=self.agent_name)
         output = await super().run(sampling_params, **kwargs)
+        if not output.response_mask and output.response_ids:
+            # verl takes `prompt_ids[-len(response_mask):]` as the response: with nothing generated (an empty first
+            # generation) that is `[-0:]`, the whole prompt, as response ids with an empty mask
+            output.response_ids = []
         self._raise_if_a_tool_tripped()  # a server died meanwhile: not a sample to train on
         if not self.trace.tool_calls:
             self.trace.record_failure("no_call")
@@ -79,6 +84,9 @@ class TracedToolAgentLoop(ToolAgentLoop):
             lost = text.count(self.tool_parser.tool_call_start_token) - len(agent_data.tool_calls)
             for _ in range(max(0, lost)):
                 self.trace.record_failure("parse_error")
+        # verl executes the first max_parallel_calls calls of a turn and drops the rest without a word
+        for _ in range(max(0, len(agent_data.tool_calls or []) - int(self.max_parallel_calls))):
+            self.trace.record_failure("over_limit")
         return state
 
     async def _handle_processing_tools_state(self, agent_data) -> AgentState:

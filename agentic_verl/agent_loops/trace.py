@@ -50,6 +50,8 @@ FAILURE_CATEGORIES = (
     "timeout",  # the tool did not answer in time
     "tool_error",  # the tool answered with an error
     "truncated_by_length",  # the trajectory hit the response-length budget
+    "internal_error",  # OUR code (a parser, a decoder) raised on the model's output: a bug, logged with its traceback
+    "over_limit",  # each call or query past a per-turn limit (max_parallel_calls, max_queries): cut, not executed
 )
 
 TRAJECTORY_DIR_ENV = "AGENTIC_VERL_TRAJECTORY_DIR"

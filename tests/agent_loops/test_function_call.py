@@ -102,6 +102,60 @@ def test_classify_and_config():
         FunctionCallConfig(language="rust")
 
 
+@pytest.mark.parametrize("bug", [KeyError("name"), AttributeError("'NoneType' object has no attribute 'id'"),
+                                 lambda text, language: {"not": "a list"}], ids=["KeyError", "AttributeError", "shape"])
+def test_a_decoder_bug_is_an_internal_error_not_the_models_format_failure(bug, qwen_dir, qwen_tokenizer,
+                                                                          monkeypatch, caplog):
+    """Issue 38 item 5: an exception out of OUR decoder (anything but its DecodeError), or a result that is not a
+    call list, is counted as internal_error and logged with its traceback; the rollout goes on."""
+    import agentic_verl.agent_loops.function_call_protocol as function_call
+
+    def broken_decode(text, language):
+        if isinstance(bug, Exception):
+            raise bug
+        return bug(text, language)
+
+    monkeypatch.setattr(function_call, "decode", broken_decode)
+    tok = qwen_tokenizer
+    server = ScriptedServer(tok, [GOLD + tok.eos_token])
+    with caplog.at_level("ERROR", logger=function_call.__name__):
+        out = _run(qwen_dir, tok, server)
+    info = out.extra_fields["function_call"]
+    assert info["failure"] == "internal_error" and info["calls"] is None
+    assert info["error"].startswith(("KeyError", "AttributeError", "TypeError"))
+    metrics = out.extra_fields["agent_metrics"]
+    assert {k for k, v in metrics.items() if k.startswith("failure/") and v} == {"failure/internal_error"}
+    [record] = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert record.exc_info is not None and "not the model's format error" in record.getMessage()
+    check_token_invariants(out, server, tok)
+
+
+# the model's format errors in each language: the Python decoder's DecodeError, the Java/JavaScript grammars'
+# SyntaxFailure, and Java's {} / JavaScript's None for text that holds no call
+FORMAT_ERRORS = [
+    ("python", '[get_weather(city="Paris", unit=]', "parse_error"),
+    ("java", "\ufffd(", "parse_error"),
+    ("javascript", "get_weather(city=", "parse_error"),
+    ("java", "\ufffd", "no_call"),
+    ("javascript", "x", "no_call"),
+]
+
+
+@pytest.mark.parametrize("language,call,failure", FORMAT_ERRORS)
+def test_a_model_format_error_stays_the_models_and_is_not_logged_as_a_bug(language, call, failure, qwen_dir,
+                                                                          qwen_tokenizer, caplog):
+    tok = qwen_tokenizer
+    server = ScriptedServer(tok, ["<think>ok</think>\n\n" + call + tok.eos_token])
+    config = verl_config(qwen_dir, response_length=256)
+    kwargs = sample([{"role": "user", "content": QUESTION}], extra_info={**EXTRA_INFO, "language": language})
+    with caplog.at_level("ERROR"):
+        out = run_loop("function_call", config, server, tok, SAMPLING, kwargs)
+    assert out.extra_fields["function_call"]["failure"] == failure
+    assert "error" not in out.extra_fields["function_call"]
+    assert out.extra_fields["agent_metrics"]["failure/internal_error"] == 0
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+
+
 def test_smollm2_through_verl_agent_loop_worker(smol_dir, smol_tokenizer, smol_engine):
     """SmolLM2-135M answers for real through verl's AgentLoopWorker: whatever it writes is classified into
     exactly one outcome, and the batch's mask covers exactly the generated tokens."""
@@ -135,3 +189,12 @@ def test_smollm2_through_verl_agent_loop_worker(smol_dir, smol_tokenizer, smol_e
     info = result.non_tensor_batch["function_call"][0]
     assert (info["calls"] is None) == (info["failure"] is not None)
     assert info["failure"] in (None, "no_call", "parse_error", "truncated_by_length")
+
+
+@pytest.mark.parametrize("module", ["function_call", "function_call_protocol"])
+def test_doctests(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(f"agentic_verl.agent_loops.{module}"))
+    assert result.attempted > 0 and result.failed == 0

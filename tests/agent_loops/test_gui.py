@@ -12,93 +12,25 @@ pixel features, M-RoPE position ids, a VL model's generation.
 from __future__ import annotations
 
 import asyncio
-from types import SimpleNamespace
 
 import pytest
-import torch
 from agent_loop_helpers import ScriptedServer, build_loop, sample, verl_config
 from agent_loop_invariants import check_token_invariants
-from PIL import Image
-from transformers import BatchFeature
-from verl.utils.dataset.rl_dataset import RLHFDataset
+from gui_stand_ins import (
+    BOX,
+    MAX_PIXELS,
+    MIN_PIXELS,
+    SAMPLING,
+    SCREEN,
+    TARGET,
+    VL_UTILS_MAX_PIXELS,
+    DatasetStandIn,
+    QwenVLProcessorStandIn,
+    screenshot_messages,
+)
 
 from agentic_verl.agent_loops.gui import classify_click
-from agentic_verl.agent_loops.prompts import gui_grounding_prompt
 from agentic_verl.rewards.gui import gui_click_in_box, smart_resize
-
-SAMPLING = {"temperature": 0.0, "top_p": 1.0, "top_k": -1, "repetition_penalty": 1.0, "logprobs": True}
-MIN_PIXELS, MAX_PIXELS = 4 * 28 * 28, 1280 * 28 * 28
-VL_UTILS_MAX_PIXELS = 16384 * 28 * 28  # qwen_vl_utils' own bound when it resizes
-SCREEN = (1920, 1080)  # width, height of the original screenshot: above the processor's MAX_PIXELS
-BOX = [900, 500, 1000, 580]  # ground-truth element, original pixels
-TARGET = (960, 540)  # a point inside BOX
-
-
-class QwenVLProcessorStandIn:
-    """The boundary: Qwen2.5-VL's processor (see the module docstring)."""
-
-    def __init__(self, tokenizer, size_dict: bool = False, max_pixels: int = MAX_PIXELS):
-        self.tokenizer = tokenizer
-        self.max_pixels = max_pixels
-        if size_dict:  # newer transformers keep the bounds as size={"shortest_edge": min, "longest_edge": max}
-            self.image_processor = SimpleNamespace(patch_size=14, merge_size=2,
-                                                   size={"shortest_edge": MIN_PIXELS, "longest_edge": max_pixels})
-        else:
-            self.image_processor = SimpleNamespace(patch_size=14, merge_size=2, min_pixels=MIN_PIXELS,
-                                                   max_pixels=max_pixels)
-        self.image_token = "<|image_pad|>"
-        self.chat_template = tokenizer.chat_template
-        self.calls = []
-
-    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=True, tools=None, **kwargs):
-        def flat(content):
-            if not isinstance(content, list):
-                return content
-            return "".join("<|vision_start|><|image_pad|><|vision_end|>" if item["type"] == "image"
-                           else item.get("text", "") for item in content)
-
-        return self.tokenizer.apply_chat_template([{**m, "content": flat(m["content"])} for m in messages],
-                                                  tokenize=tokenize, add_generation_prompt=add_generation_prompt,
-                                                  tools=tools)
-
-    def __call__(self, text, images=None, videos=None, return_tensors="pt", size=None, **kwargs):
-        self.calls.append(images)
-        [text] = text
-        grids = []
-        low, high = (size["shortest_edge"], size["longest_edge"]) if size else (MIN_PIXELS, self.max_pixels)
-        for image in images or []:  # a call's size= wins over the processor's own bounds, as in transformers 5
-            h, w = smart_resize(image.height, image.width, 28, low, high)
-            text = text.replace("<|image_pad|>", "\0" * (h * w // (28 * 28)), 1)
-            grids.append([1, h // 14, w // 14])
-        ids = self.tokenizer(text.replace("\0", "<|image_pad|>"), add_special_tokens=False)["input_ids"]
-        return BatchFeature({"input_ids": torch.tensor([ids]), "attention_mask": torch.ones(1, len(ids)),
-                             "image_grid_thw": torch.tensor(grids)})
-
-
-class DatasetStandIn(RLHFDataset):
-    """RLHFDataset with qwen_vl_utils' image extraction replaced (it needs torchvision): images are resized with
-    smart_resize(factor = 2 x patch size), as qwen_vl_utils.fetch_image does."""
-
-    @classmethod
-    def _process_multi_modal_info(cls, messages, image_patch_size, config):
-        images = []
-        for message in messages:
-            for item in message["content"] if isinstance(message["content"], list) else []:
-                if item.get("type") == "image":
-                    image = item["image"]
-                    h, w = smart_resize(image.height, image.width, image_patch_size * 2, MIN_PIXELS,
-                                        VL_UTILS_MAX_PIXELS)
-                    images.append(image.resize((w, h)))
-        return images or None, None, None
-
-
-def _messages(instruction="Click the OK button"):
-    """What RLHFDataset._build_messages makes of prompts.gui_grounding_prompt + the images column."""
-    text = gui_grounding_prompt(instruction)
-    assert text.startswith("<image>")
-    screenshot = Image.new("RGB", SCREEN, (200, 200, 200))
-    return [{"role": "user", "content": [{"type": "image", "image": screenshot},
-                                         {"type": "text", "text": text[len("<image>"):]}]}]
 
 
 def _run(qwen_dir, tok, turns, response_length=64, size_dict=False, processor_max_pixels=MAX_PIXELS,
@@ -111,7 +43,7 @@ def _run(qwen_dir, tok, turns, response_length=64, size_dict=False, processor_ma
     async def go():
         loop = build_loop("gui_grounding", config, server, tok, processor=processor, hf_model_type="qwen2_5_vl",
                           dataset_cls=DatasetStandIn)
-        return await loop.run(dict(SAMPLING), **sample(_messages(), ground_truth=BOX))
+        return await loop.run(dict(SAMPLING), **sample(screenshot_messages(), ground_truth=BOX))
 
     return asyncio.run(go()), server, processor
 
@@ -178,6 +110,24 @@ def test_failures(name, turn, fields, failure, qwen_dir, qwen_tokenizer):
     check_token_invariants(out, server, qwen_tokenizer)
 
 
+def test_a_click_off_every_screen_is_bad_arguments_not_an_infinite_click(qwen_dir, qwen_tokenizer):
+    """y=1e308 parses (finite), but mapped to the original screenshot it overflows to inf: the loop reports
+    bad_arguments and no click, instead of an infinite click_original in the extra fields."""
+    tok = qwen_tokenizer
+    out, server, _ = _run(qwen_dir, tok, ["pyautogui.click(x=10, y=1e308)<|im_end|>"])
+    assert out.extra_fields["gui_grounding"] == {"click": None, "click_original": None, "failure": "bad_arguments"}
+    metrics = out.extra_fields["agent_metrics"]
+    assert {k for k, v in metrics.items() if k.startswith("failure/") and v} == {"failure/bad_arguments"}
+    assert metrics["num_tool_calls"] == 1 and metrics["failed_tool_calls"] == 1
+    check_token_invariants(out, server, tok)
+
+
+def test_a_parsed_click_counts_as_one_tool_call(qwen_dir, qwen_tokenizer):
+    out, _, _ = _run(qwen_dir, qwen_tokenizer, ["pyautogui.click(x=10, y=20)<|im_end|>"])
+    metrics = out.extra_fields["agent_metrics"]
+    assert metrics["num_tool_calls"] == 1 and metrics["failed_tool_calls"] == 0
+
+
 def test_a_prompt_without_an_image_is_a_clear_error(qwen_dir, qwen_tokenizer):
     config = verl_config(qwen_dir)
 
@@ -192,3 +142,12 @@ def test_a_prompt_without_an_image_is_a_clear_error(qwen_dir, qwen_tokenizer):
 def test_classify_click():
     assert classify_click("[12, 30]", False)[0].point == (12.0, 30.0)
     assert classify_click("<answer>click(5, 6)</answer>", True) == (None, "truncated_by_length")
+
+
+def test_doctests():
+    import doctest
+
+    import agentic_verl.agent_loops.gui as gui
+
+    result = doctest.testmod(gui)
+    assert result.attempted > 0 and result.failed == 0

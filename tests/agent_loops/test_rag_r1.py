@@ -146,6 +146,9 @@ MALFORMED = [
     ("turn_length", ["word " * 40, "<answer> Paris </answer>"], {"max_tokens_per_turn": 16}, {"truncated_by_length": 1}),
     # the whole response budget runs out
     ("budget", ["<search> nile </search>", "word " * 400], {"max_turns": 3}, {"truncated_by_length": 1}),
+    # mq: five queries where the prompt allows three: the first three are searched, two are counted as cut
+    ("too_many_queries", ["<search> nile, paris, hamlet, everest, france </search>", "<answer> Paris </answer>"],
+     {}, {"over_limit": 2}),
 ]
 
 

@@ -119,6 +119,35 @@ def test_traced_loop_records_tool_call_failures(name, turns, where, expected, qw
     check_token_invariants(out, server, tok)
 
 
+def test_calls_past_max_parallel_calls_are_counted_not_silently_dropped(qwen_dir, qwen_tokenizer, retrieval_server,
+                                                                        tmp_path, monkeypatch):
+    """verl executes the first `max_parallel_calls` calls of a turn and drops the rest without a word; the traced
+    loop counts each dropped call as over_limit."""
+    tok = qwen_tokenizer
+    calls = "".join(_call("search", {"query_list": [q]}).replace("<|im_end|>", "") for q in ("nile", "paris", "x"))
+    server = ScriptedServer(tok, [calls + "<|im_end|>", "Paris<|im_end|>"])
+    out = _loop_run(qwen_dir, tok, _tool_yaml(tmp_path, retrieval_server.url), server, retrieval_server.url,
+                    monkeypatch, overrides=["actor_rollout_ref.rollout.multi_turn.max_parallel_calls=1"])
+    metrics = out.extra_fields["agent_metrics"]
+    assert metrics["num_tool_calls"] == 1
+    assert {k.split("/", 1)[1]: v for k, v in metrics.items() if k.startswith("failure/") and v} == {"over_limit": 2}
+    check_token_invariants(out, server, tok)
+
+
+def test_an_empty_first_generation_gives_an_empty_response(qwen_dir, qwen_tokenizer, retrieval_server, tmp_path,
+                                                           monkeypatch):
+    """verl's ToolAgentLoop returns `prompt_ids[-0:]` (the whole prompt) as the response ids when nothing was
+    generated; the traced loop returns no response ids, matching the empty mask."""
+    tok = qwen_tokenizer
+    server = ScriptedServer(tok, [[]])
+    out = _loop_run(qwen_dir, tok, _tool_yaml(tmp_path, retrieval_server.url), server, retrieval_server.url,
+                    monkeypatch)
+    assert out.response_ids == [] and out.response_mask == []
+    assert out.prompt_ids == server.calls[0]["prompt_ids"]
+    assert out.extra_fields["agent_metrics"]["failure/no_call"] == 1
+    check_token_invariants(out, server, tok)
+
+
 def test_traced_loop_stops_the_run_when_the_search_server_is_dead(qwen_dir, qwen_tokenizer, dead_url, tmp_path,
                                                                  monkeypatch):
     """verl's ToolAgentLoop turns a tool's exception into an observation; the traced loop re-raises SearchTool's
@@ -144,14 +173,14 @@ def test_traced_loop_stops_the_run_when_the_search_server_is_dead(qwen_dir, qwen
         SEARCH_FAILURES.clear()
 
 
-def _loop_run(model_dir, tok, tool_config_path, server, url, monkeypatch, response_length=512):
+def _loop_run(model_dir, tok, tool_config_path, server, url, monkeypatch, response_length=512, overrides=()):
     """tool_agent_traced built exactly as verl's AgentLoopWorker builds a loop, with the tools verl loads."""
     from agent_loop_helpers import build_loop, sample
     from verl.tools.tool_registry import load_all_tools
 
     monkeypatch.setenv("RETRIEVAL_URL", url)
     tools = load_all_tools(tool_config_path=tool_config_path, function_tool_path=None)
-    config = verl_config(model_dir, "actor_rollout_ref.rollout.multi_turn.format=hermes",
+    config = verl_config(model_dir, "actor_rollout_ref.rollout.multi_turn.format=hermes", *overrides,
                          response_length=response_length)
 
     async def go():

@@ -61,7 +61,7 @@ def _two_turn_trace(dump_dir=None) -> TrajectoryTrace:
 
 def test_failure_categories_are_the_documented_taxonomy():
     assert FAILURE_CATEGORIES == ("no_call", "parse_error", "unknown_tool", "bad_arguments", "timeout",
-                                  "tool_error", "truncated_by_length")
+                                  "tool_error", "truncated_by_length", "internal_error", "over_limit")
 
 
 def test_metrics_of_a_two_turn_trajectory():
