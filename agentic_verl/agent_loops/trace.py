@@ -305,7 +305,9 @@ def append_record(record: dict, dump_dir: str) -> str:
         lock = _LOCKS.setdefault(path, threading.Lock())
     with lock:
         os.makedirs(dump_dir, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as handle:
+        # a model's "\ud800" argument is a lone surrogate with no UTF-8 form; inside a JSON string its backslash
+        # escape is exact JSON, so the line reads back as the same text instead of raising out of the loop
+        with open(path, "a", encoding="utf-8", errors="backslashreplace") as handle:
             handle.write(line)
     return path
 

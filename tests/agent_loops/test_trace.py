@@ -20,6 +20,7 @@ from agentic_verl.agent_loops.trace import (
     METRIC_KEYS,
     TRAJECTORY_DIR_ENV,
     TrajectoryTrace,
+    append_record,
     dump_path,
 )
 
@@ -294,3 +295,12 @@ def test_rag_r1_trajectory_dump_reward_and_report(qwen_dir, retrieval_server, tm
     page = render_report(loaded)
     assert page.count('<section class="traj"') == 1 and "reward 1</span>" in page
     assert "&lt;search&gt; who wrote hamlet &lt;/search&gt;" in page
+
+
+@pytest.mark.parametrize("text", ["\ud800x", "a\udfffb\ud83d", "caf\u00e9 \U0001F600"])
+def test_a_dump_line_holds_text_without_a_utf8_form_exactly(tmp_path, text):
+    """A model's tool arguments may decode (json.loads of "\\ud800") to lone surrogates: the dump still writes the
+    line, and it reads back as the same text (an exception here would leave the agent loop)."""
+    path = append_record({"request_id": "r", "arguments": {"query": text}}, str(tmp_path))
+    with open(path, encoding="utf-8") as handle:
+        assert json.loads(handle.readline())["arguments"]["query"] == text
