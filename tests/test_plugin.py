@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from agentic_verl.plugin import COMPONENTS
 
 # Reads verl's own registries after `import verl`; nothing from agentic_verl is imported by hand.
@@ -45,3 +47,24 @@ def test_plugin_can_be_switched_off_with_verls_own_variable():
     registries = _registries_after_import_verl({"VERL_USE_EXTERNAL_PLUGINS": "none"})
     ours = [c for c in COMPONENTS if c.kind == "agent_loop" and c.name in registries["agent_loop"]]
     assert not ours
+
+
+
+@pytest.mark.parametrize("module", sorted({c.module for c in COMPONENTS if c.kind == "agent_loop"}))
+def test_importing_a_loop_module_first_registers_every_loop(module):
+    """A process whose first import is one of our loop modules (a user's script, an in-process eval) imports verl
+    half-way through that module, and verl loads the plugin then: no loop may be lost to that import order (an
+    import cycle between two loop modules shows as a plugin import error)."""
+    import os
+
+    probe = ("import importlib, json, sys; importlib.import_module(sys.argv[1]); import verl; "
+             "from agentic_verl import plugin; "
+             "from verl.experimental.agent_loop.agent_loop import _agent_loop_registry; "
+             "print(json.dumps({'loops': sorted(_agent_loop_registry), 'errors': plugin.IMPORT_ERRORS}))")
+    proc = subprocess.run([sys.executable, "-c", probe, module], capture_output=True, text=True,
+                          env=dict(os.environ), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert seen["errors"] == {}
+    loops = {c.name for c in COMPONENTS if c.kind == "agent_loop"}
+    assert loops <= set(seen["loops"]), sorted(loops - set(seen["loops"]))

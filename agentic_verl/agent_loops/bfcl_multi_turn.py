@@ -27,8 +27,20 @@ The protocol is bfcl-eval's multi-turn inference in prompting mode (its base han
   budget, ran out) ends the trajectory: the conversation cannot go on from half a message.
 - Budget: `rollout.response_length` tokens in all (policy + observations); once used up the trajectory ends.
 - The environment session is created from the entry (`initial_config`, `involved_classes`, `long_context`) before
-  the first generation and closed on every path (errors and cancellation included). A failing environment
-  (`BfclEnvError`: server down, unknown session, ...) fails the trajectory: it is no model behaviour to learn from.
+  the first generation and closed on every path (errors and cancellation included; a close that fails is logged).
+- Model output never raises here: every call the decoder gives is executed as BFCL executes it, through the
+  client (`BfclEnvClient.execute`: a non-finite number is BFCL's `name 'inf' is not defined` error output, a step
+  with more calls than one request carries goes in several requests, all run in order; unknown functions, bad
+  arguments, NUL and control characters: the simulators' error outputs), and a huge integer that has no decimal
+  form (BFCL's decoder fails on it too) or a value JSON cannot carry makes the step undecodable. Tool outputs reach
+  the tokenizer as valid text (a lone surrogate a model's escape put into an output becomes U+FFFD).
+- A failing environment (`BfclEnvError`: server down, timeout, 5xx, a malformed answer; or any other exception of
+  the client) ends the trajectory with `terminated="env_error"` and the reason in `env_failure`, counted in the
+  trace (`timeout` when the server did not answer in time, else `tool_error`, one per call of the step): it is no
+  model behaviour to learn from, and the `bfcl_multi_turn` reward raises on it (counted as a reward exception).
+  Failures in a row, per server, are counted (`ENV_FAILURES`, agentic_verl.fail_fast); at
+  `max_consecutive_env_failures` (default 32; 0 = never) the loop raises `BfclEnvFailFastError`, which stops the
+  run: the server is gone.
 
 Output `extra_fields["bfcl_multi_turn"]` (verl's reward manager merges extra_fields into the reward's extra_info):
 `model_calls[turn][step]` = the decoded calls of every executed step (`{"name", "arguments"}` dicts, what the
@@ -36,10 +48,12 @@ environment ran; steps that ended a turn are not in it, as in BFCL's evaluation)
 text of every generated step, the turn-ending ones included (BFCL's result files keep these; `eval bfcl` writes
 them), `turns` (per turn: `steps`
 generated, `calls`, `decode_failures`, `env_errors`, `end`), `terminated` (None, "step_limit", "max_tokens",
-"response_budget"), `num_turns` of the entry, and the environment's `env_url` / `env_api_key_env` /
+"response_budget", "env_error"), `env_failure` (the environment's failure, else None), `num_turns` of the entry,
+and the environment's `env_url` / `env_api_key_env` /
 `env_timeout_s`, so the `bfcl_multi_turn` reward checks on the same server. Failures (trace.py taxonomy):
 parse_error (an attempted call that does not decode), unknown_tool / tool_error (the environment answered an
-error), truncated_by_length; a plain answer that ends a turn is the protocol, not a failure.
+error), truncated_by_length, timeout / tool_error (the environment failed); a plain answer that ends a turn is the
+protocol, not a failure.
 """
 
 from __future__ import annotations
@@ -47,6 +61,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 import weakref
 from dataclasses import dataclass
@@ -63,10 +78,11 @@ from agentic_verl.agent_loops._common import (
     resolve_config,
     server_logprobs,
 )
-from agentic_verl.agent_loops.function_call import classify
+from agentic_verl.agent_loops.function_call_protocol import classify
 from agentic_verl.agent_loops.prompts import ADDED_FUNCTIONS_FORMATS, bfcl_added_functions_message
 from agentic_verl.agent_loops.sampling_seeds import TrajectorySeeds, start_trajectory
 from agentic_verl.agent_loops.trace import TrajectoryTrace
+from agentic_verl.fail_fast import ConsecutiveFailures, FailFastError, check_limit
 from agentic_verl.rewards.bfcl import multi_turn as bfcl_mt_reward
 from agentic_verl.rewards.bfcl.multi_turn_entry import BfclEntry, parse_entry
 
@@ -74,6 +90,15 @@ logger = logging.getLogger(__name__)
 
 NAME = "bfcl_multi_turn"
 ENV_ERROR_PREFIX = "Error during execution"  # how BFCL's executor answers a call that failed
+ENV_ERROR = bfcl_mt_reward.ENV_ERROR  # `terminated` of a trajectory whose environment failed
+_SURROGATE = re.compile("[\ud800-\udfff]")  # code points with no UTF-8 form (a str may hold them; text may not)
+
+
+class BfclEnvFailFastError(FailFastError):
+    """The BFCL environment server failed too many requests in a row."""
+
+
+ENV_FAILURES = ConsecutiveFailures(BfclEnvFailFastError)  # per environment server URL, for this process
 
 
 @dataclass
@@ -84,6 +109,7 @@ class BfclMultiTurnConfig:
     max_steps_per_turn: int = 20  # BFCL's MAXIMUM_STEP_LIMIT: more executed steps in a turn force-quit
     max_tokens_per_step: int = 1024  # one assistant message; also bounded by what is left of response_length
     added_functions_format: str = "json"  # miss_func's added docs: "json" (as the system prompt) | "python" (BFCL's)
+    max_consecutive_env_failures: int = 32  # stop the run after this many failed requests in a row; 0 = never
 
     def __post_init__(self):
         if not self.env_url:
@@ -94,6 +120,7 @@ class BfclMultiTurnConfig:
                              f"{self.max_steps_per_turn}, {self.max_tokens_per_step}")
         if not float(self.env_timeout_s) > 0:
             raise ValueError(f"bfcl_multi_turn env_timeout_s must be > 0, got {self.env_timeout_s}")
+        check_limit(self.max_consecutive_env_failures, "bfcl_multi_turn max_consecutive_env_failures")
         if self.added_functions_format not in ADDED_FUNCTIONS_FORMATS:
             raise ValueError(f"bfcl_multi_turn added_functions_format must be one of {ADDED_FUNCTIONS_FORMATS}, got "
                              f"{self.added_functions_format!r}")
@@ -119,10 +146,40 @@ def executable_calls(decoded: list[dict]) -> list[dict] | None:
     value cannot travel as JSON (bytes, complex numbers: decodable Python literals no simulator takes)."""
     calls = [{"name": name, "arguments": arguments} for call in decoded for name, arguments in call.items()]
     try:
-        json.dumps(calls)
-    except (TypeError, ValueError):
+        json.dumps(calls)  # an int of more than 4,300 digits has no decimal form: BFCL's decoder fails on it too
+    except (TypeError, ValueError, RecursionError):
         return None
     return calls
+
+
+def observation_text(output: str) -> str:
+    """A tool output as text the tokenizer takes: a lone surrogate (a model's `"\\ud800"` echoed by a simulator)
+    becomes U+FFFD.
+
+    >>> observation_text("no such file: '\\ud800'") == "no such file: '\\ufffd'"
+    True
+    """
+    return _SURROGATE.sub("\ufffd", output)
+
+
+def _env_failure_message(cfg: BfclMultiTurnConfig, count: int, detail: str) -> str:
+    return (f"bfcl_multi_turn fail-fast: {count} requests in a row to the BFCL environment server at {cfg.env_url} "
+            f"failed in this process (last: {detail}); it looks down. Check it (curl {cfg.env_url.rstrip('/')}"
+            f"/health), restart it and resume; rollout.custom.bfcl_multi_turn.max_consecutive_env_failures="
+            f"{count} sets the limit (0 = never stop).")
+
+
+def _env_failed(cfg: BfclMultiTurnConfig, entry_id: str, what: str, exc: Exception) -> str:
+    """Log and count an environment failure (raises BfclEnvFailFastError at the limit); returns its description."""
+    detail = f"{what}: {type(exc).__name__}: {exc}"[:2000]
+    logger.warning("bfcl_multi_turn %s: the environment failed, the trajectory ends (%s)", entry_id, detail)
+    ENV_FAILURES.failed(cfg.env_url, int(cfg.max_consecutive_env_failures),
+                        lambda count: _env_failure_message(cfg, count, detail))
+    return detail
+
+
+def _env_failure_kind(exc: Exception) -> str:
+    return "timeout" if getattr(exc, "timed_out", False) else "tool_error"
 
 
 def check_withheld_docs_absent(messages: list[dict], entry: BfclEntry) -> None:
@@ -180,20 +237,45 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
                              f"{self.prompt_length}; raise data.max_prompt_length")
 
         client = env_client(cfg)
-        session_id = await client.create_session(initial_config=entry.initial_config,
-                                                 involved_classes=entry.involved_classes,
-                                                 long_context=entry.long_context)
+        ENV_FAILURES.raise_if_tripped(cfg.env_url)
+        try:
+            session_id = await client.create_session(initial_config=entry.initial_config,
+                                                     involved_classes=entry.involved_classes,
+                                                     long_context=entry.long_context)
+        except Exception as exc:  # server down, 5xx, a config the simulators refuse: no trajectory to run
+            detail = _env_failed(cfg, entry.id, "create_session", exc)
+            return self._env_failed_output(cfg, entry, prompt_ids, detail, _env_failure_kind(exc))
+        ENV_FAILURES.reset(cfg.env_url)
         try:
             output = await self._run_session(client, session_id, cfg, entry, messages, prompt_ids, sampling_params,
                                             seeds)
         except BaseException:  # errors and cancellation: close, and let the original exception through
-            try:
-                await asyncio.shield(client.close(session_id))
-            except BaseException as exc:
-                logger.warning("bfcl_multi_turn: closing session %s of %s failed: %r", session_id, entry.id, exc)
+            await self._close(client, session_id, entry, shield=True)
             raise
-        await client.close(session_id)
+        await self._close(client, session_id, entry)
         return output
+
+    @staticmethod
+    async def _close(client, session_id: str, entry: BfclEntry, shield: bool = False) -> None:
+        """Close the session; a failure is logged (the server closes idle sessions itself), never raised: the
+        trajectory is done."""
+        try:
+            await (asyncio.shield(client.close(session_id)) if shield else client.close(session_id))
+        except asyncio.CancelledError:
+            if not shield:
+                raise
+            logger.warning("bfcl_multi_turn: closing session %s of %s was cancelled", session_id, entry.id)
+        except Exception as exc:
+            logger.warning("bfcl_multi_turn: closing session %s of %s failed: %r", session_id, entry.id, exc)
+
+    def _env_failed_output(self, cfg: BfclMultiTurnConfig, entry: BfclEntry, prompt_ids: list[int], detail: str,
+                           kind: str) -> AgentLoopOutput:
+        """A trajectory without a session: no response, `terminated="env_error"`."""
+        trace = TrajectoryTrace(uuid4().hex, agent_name=self.agent_name)
+        trace.record_failure(kind)
+        return self._output(trace, Trajectory(prompt_ids, self.response_length), cfg, entry, {}, [], [], [],
+                            ENV_ERROR, detail, chat_turns=1,
+                            timing={"generate_sequences": 0.0, "tool_calls": 0.0})
 
     # -- tokens ---------------------------------------------------------------------------------------
     async def _append_context(self, traj: Trajectory, messages: list[dict], new: list[dict]) -> int:
@@ -225,6 +307,7 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
         responses: list[list[str]] = []  # every step's text, the turn-ending ones included (BFCL's result layout)
         turns: list[_TurnStats] = []
         terminated: str | None = None
+        env_failure: str | None = None
         chat_turns = 1  # verl's num_turns: the first user message, then every assistant, tool group and user turn
 
         for turn_index in range(entry.num_turns):
@@ -273,11 +356,21 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
                     break
 
                 started = time.perf_counter()
-                outputs = await client.execute(session_id, calls)
+                try:
+                    outputs = await client.execute(session_id, calls)
+                    if not isinstance(outputs, list) or len(outputs) != len(calls):
+                        raise ValueError(f"the environment answered {len(calls)} calls with "
+                                         f"{str(outputs)[:300]}")
+                except Exception as exc:  # the environment failed (not the model): the trajectory ends
+                    env_failure = _env_failed(cfg, entry.id, f"execute {len(calls)} calls", exc)
+                    kind = _env_failure_kind(exc)
+                    for call in calls:
+                        trace.add_tool_call(call["name"], call["arguments"], env_failure, 0.0, failure=kind)
+                    terminated = ENV_ERROR
+                    break
+                ENV_FAILURES.reset(cfg.env_url)
                 tool_latency = time.perf_counter() - started
                 timing["tool_calls"] += tool_latency
-                if not isinstance(outputs, list) or len(outputs) != len(calls):
-                    raise ValueError(f"{entry.id}: the environment answered {len(calls)} calls with {outputs!r}")
                 executed.append(calls)
                 stats.calls += len(calls)
                 for call, result in zip(calls, outputs, strict=True):
@@ -286,7 +379,7 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
                     failure = None if not error else "tool_error" if call["name"] in known_names else "unknown_tool"
                     trace.add_tool_call(call["name"], call["arguments"], str(result), tool_latency / len(calls),
                                         failure=failure)
-                tool_messages = [{"role": "tool", "name": call["name"], "content": str(result)}
+                tool_messages = [{"role": "tool", "name": call["name"], "content": observation_text(str(result))}
                                  for call, result in zip(calls, outputs, strict=True)]
                 step.observation_tokens = await self._append_context(traj, messages, tool_messages)
                 chat_turns += 1
@@ -300,6 +393,12 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
                     trace.record_failure("truncated_by_length")
                 break
 
+        return self._output(trace, traj, cfg, entry, server_fields, model_calls, responses, turns, terminated,
+                            env_failure, chat_turns=chat_turns, timing=timing)
+
+    def _output(self, trace: TrajectoryTrace, traj: Trajectory, cfg: BfclMultiTurnConfig, entry: BfclEntry,
+                server_fields: dict, model_calls: list, responses: list, turns: list[_TurnStats],
+                terminated: str | None, env_failure: str | None, *, chat_turns: int, timing: dict) -> AgentLoopOutput:
         result = AgentLoopOutput(
             **traj.output_fields(),
             num_turns=chat_turns,
@@ -314,6 +413,7 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
                     "responses": responses,
                     "turns": [stats.as_dict() for stats in turns],
                     "terminated": terminated,
+                    "env_failure": env_failure,
                     "num_turns": entry.num_turns,
                     "env_url": cfg.env_url,
                     "env_api_key_env": cfg.env_api_key_env,

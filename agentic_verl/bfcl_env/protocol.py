@@ -186,6 +186,12 @@ def error_output(exc_or_message) -> str:
     return ERROR_PREFIX + str(exc_or_message)
 
 
+def oversized_call_output(size: int, max_body_bytes: int) -> str:
+    """The error output of a call the client does not send: larger than any request the server accepts."""
+    return error_output(f"the call is {size} bytes as JSON, more than the BFCL environment server accepts in one "
+                        f"request ({max_body_bytes} bytes, --max-body-bytes); it was not run")
+
+
 def unknown_function_output(name: str) -> str:
     """What BFCL shows for a name that is not a function of the question's classes (its `eval` raises NameError)."""
     return error_output(f"name {name!r} is not defined")
@@ -219,6 +225,79 @@ def public_state(instance) -> dict:
     return {k: to_jsonable(v) for k, v in vars(instance).items() if not k.startswith("_")}
 
 
+# ---- calls on the wire (client side) --------------------------------------------------------------------------
+
+
+def undefined_name(value) -> str | None:
+    """The name bfcl-eval's executor fails on for an argument value, else None. BFCL writes a decoded call back as
+    `name(key=repr(value))` and evaluates it: a non-finite float is written `inf` / `-inf` / `nan`, which is no
+    literal but an undefined name, so the call fails with `NameError: name 'inf' is not defined` before it runs
+    (the first such value in argument order names the error, as Python evaluates arguments left to right).
+
+    >>> undefined_name({"folder": 1e999}), undefined_name([1, {"a": float("nan")}]), undefined_name({"b": 2})
+    ('inf', 'nan', None)
+    """
+    stack = [value]
+    while stack:  # iterative: a deeply nested value is no reason to raise
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return "nan" if math.isnan(item) else "inf"
+        if isinstance(item, dict):
+            stack.extend(reversed([v for pair in item.items() for v in pair]))
+        elif isinstance(item, (list, tuple)):
+            stack.extend(reversed(item))
+    return None
+
+
+def _string_keys(value):
+    """Nested dict keys as strings, as BFCL writes every dict key of an argument (`'{k}': ...`); tuples as lists."""
+    if isinstance(value, dict):
+        return {str(k): _string_keys(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_string_keys(v) for v in value]
+    return value
+
+
+def wire_call(call: dict) -> dict:
+    """A decoded call `{"name", "arguments"}` as the client sends it (/execute and /check), so that the server's
+    outcome is bfcl-eval's for the same call: a call BFCL cannot even evaluate (a non-finite number among its
+    arguments, `undefined_name`) travels as a call of the undefined name it fails on, which the server answers
+    with BFCL's own error output (`Error during execution: name 'inf' is not defined`) and which changes no state;
+    nested dict keys become strings, as BFCL writes them. JSON has no non-finite numbers (the server refuses them).
+
+    >>> wire_call({"name": "cd", "arguments": {"folder": -1e999}})
+    {'name': 'inf', 'arguments': {}}
+    >>> wire_call({"name": "f", "arguments": {"d": {1: "a"}}})
+    {'name': 'f', 'arguments': {'d': {'1': 'a'}}}
+    """
+    name = undefined_name(call.get("arguments"))
+    if name is not None:
+        return {"name": name, "arguments": {}}
+    return {"name": call["name"], "arguments": _string_keys(call.get("arguments") or {})}
+
+
+def call_batches(calls: list[dict], max_calls: int, max_body_bytes: int) -> list[list[int]]:
+    """Indices of `calls` in consecutive batches of at most `max_calls` calls whose `{"calls": [...]}` body stays
+    within `max_body_bytes` (the server's limits: one step may hold more calls than one request takes; BFCL runs them
+    all, in order). A call too large for any request is a batch of its own, the caller's to refuse.
+
+    >>> call_batches([{"name": "ls", "arguments": {}}] * 5, max_calls=2, max_body_bytes=1024)
+    [[0, 1], [2, 3], [4]]
+    """
+    empty = len(json.dumps({"calls": []}))  # json.dumps' defaults, as the client sends bodies: ASCII, ", "
+    batches, current, size = [], [], empty
+    for index, call in enumerate(calls):
+        length = len(json.dumps(call)) + 2  # + the separating ", "
+        if current and (len(current) >= max_calls or size + length > max_body_bytes):
+            batches.append(current)
+            current, size = [], empty
+        current.append(index)
+        size += length
+    if current:
+        batches.append(current)
+    return batches
+
+
 # ---- call strings (what bfcl-eval's checker evaluates) -------------------------------------------------------
 
 
@@ -249,6 +328,26 @@ def render_call(name: str, arguments: dict) -> str:
     else:
         rendered = "**" + _literal_repr(dict(arguments), name)
     return f"{name}({rendered})"
+
+
+def display_call(name: str, arguments: dict) -> str:
+    """A decoded call as BFCL's decoder writes it back for its score files, `name(key=repr(value), ...)`: text to
+    read, never to evaluate, so it takes any decoded call (`cd(folder=inf)`, a dotted name).
+
+    >>> display_call("cd", {"folder": float("inf")}), display_call("os.system", {"command": "ls"})
+    ('cd(folder=inf)', "os.system(command='ls')")
+    """
+    try:
+        return render_call(name, arguments)
+    except ValueError:  # no literal form, or not a plain name: BFCL's own text
+        return f"{name}({', '.join(f'{key}={_safe_repr(value)}' for key, value in arguments.items())})"
+
+
+def _safe_repr(value) -> str:
+    try:
+        return repr(value)
+    except (ValueError, RecursionError):  # an int of more than 4,300 digits; a container nested too deeply
+        return f"<{type(value).__name__} without a repr>"
 
 
 def parse_call_string(text: str) -> tuple[str, list, dict]:

@@ -182,7 +182,9 @@ class Handler(BaseHTTPRequestHandler):
         return parse_json(body)
 
     def _send(self, status: int, payload: dict, challenge: bool = False) -> None:
-        data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        # ASCII escapes: a simulator's output may hold a lone surrogate (a model's "\\ud800" argument echoed back),
+        # which has no UTF-8 form; escaped, it reads back as the same string
+        data = json.dumps(payload, separators=(",", ":")).encode("ascii")
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))

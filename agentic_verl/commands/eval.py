@@ -22,6 +22,7 @@ More evaluations can join the `eval` group through `SUBCOMMANDS`.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from agentic_verl.commands._model_source import add_model_source
@@ -147,6 +148,10 @@ def _qa(args) -> int:
         settings = settings.deterministic()
     result = evaluate(settings)
     print(format_paper_table(result), format_dataset_table(result), sep="\n\n")
+    loop_errors = result["summary"]["failures"].get("loop_error", 0)
+    if loop_errors:  # a bug of ours, not the model's: said where the user looks, not only in the log
+        print(f"WARNING: the rag_r1 loop raised on {loop_errors} question(s), scored 0 as loop_error; their "
+              "`error` in result.json and the tracebacks in the log say why", file=sys.stderr)
     if out:
         path = write_result(result, out)
         print(f"\nwrote {path}, {out / 'table.md'} and {out / 'trajectories'}/ "
@@ -220,6 +225,11 @@ def _bfcl(args) -> int:
         path = write_bfcl_result(result, args.out)
         out = Path(args.out)
         print(f"\nwrote {path}, {out / 'table.md'} and bfcl-eval's files under {out / 'result'}/ and {out / 'score'}/")
+    failed = result["summary"].get("env_failures", 0)
+    if failed:  # the numbers above are not the model's alone
+        print(f"\n{failed} question(s) could not be judged: the BFCL environment server failed (their verdict is "
+              "eval:env_error, the reason in result.json's errors); check the server and run again", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -37,7 +37,8 @@ Multi-Turn Overall Acc, the unweighted mean of the four categories, printed besi
 An aggregate over only some of its categories (`--categories`, or a category left out) is marked partial.
 Every failed question keeps BFCL's error type; the category table counts them. Beside these: accuracy over all
 questions, the share of outputs cut at the token limit, and calls per question (the calls that decode, 0 when none
-does), overall and per category.
+does), overall and per category. Any text a model writes gets a verdict (docs/evaluation.md, "Failure modes"); a
+multi-turn question the BFCL environment failed gets `eval:env_error`, counted in `summary["env_failures"]`.
 """
 
 from __future__ import annotations
@@ -208,7 +209,7 @@ def prompt_ids(tokenizer, messages: list[dict]) -> list[int]:
 
 async def _evaluate(s: BFCLEvalSettings, engine, tokenizer, questions: list[dict], prompts: list[list[int]],
                     multi_turn: list[dict], env_url: str | None) -> dict:
-    from agentic_verl.eval.bfcl_multi_turn import run_multi_turn
+    from agentic_verl.eval.bfcl_multi_turn import ENV_FAILED, run_multi_turn
 
     check = getattr(engine, "check", None)
     if check is not None:
@@ -225,6 +226,7 @@ async def _evaluate(s: BFCLEvalSettings, engine, tokenizer, questions: list[dict
     wall = time.perf_counter() - started
     result = summarize(records)
     result["summary"]["seconds"] = round(wall, 1)
+    result["summary"]["env_failures"] = sum(r["error_type"] == ENV_FAILED for r in records)
     settings = asdict(s)
     settings["model"] = s.model or s.model_name
     return {"settings": settings, **result}

@@ -75,19 +75,20 @@ def score_entry(record: dict, model: str) -> dict:
     if "result" not in record:
         return {**entry, "error": record["errors"], "error_type": record["error_type"],
                 "model_result_raw": strip_reasoning(record["output"])}
-    from agentic_verl.bfcl_env.protocol import render_call  # standard library only
+    from agentic_verl.bfcl_env.protocol import display_call  # standard library only
 
     error = {"error_message": record["errors"][0] if record["errors"] else None, "error_type": record["error_type"]}
     if record["error_type"] in UNCHECKED:  # bfcl-eval's runner judged it without decoding: the result as it is
         return {**entry, "error": error, "model_result": record["result"]}
     if record.get("details"):
         error["details"] = record["details"]
-    decoded = [[[render_call(call["name"], call["arguments"]) for call in step] for step in turn]
+    decoded = [[[display_call(call["name"], call["arguments"]) for call in step] for step in turn]
                for turn in record["model_calls"]]
     return {**entry, "error": error, "model_result_raw": record["result"], "model_result_decoded": decoded}
 
 
 def _write_lines(path: Path, entries: list[dict]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in entries))
+    path.write_text("".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in entries), encoding="utf-8",
+                    errors="backslashreplace")  # a lone surrogate as its JSON escape (eval/output.py)
     return path

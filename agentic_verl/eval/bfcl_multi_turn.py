@@ -16,8 +16,11 @@ miss_func turn are printed as BFCL's handler prints them; with "funreason", the 
 The verdict is the server's `/check` (bfcl-eval's `multi_turn_checker`, after the two steps of its eval runner:
 fewer turns than the ground truth is `multi_turn:force_terminated`, steps without calls are dropped) on the calls
 the loop executed. A question whose generation fails (a conversation longer than the model's context) is
-`multi_turn:inference_error`, as BFCL's runner scores an entry whose inference raised. An environment that fails
-(`BfclEnvError`) fails the run: it is not the model's doing.
+`multi_turn:inference_error`, as BFCL's runner scores an entry whose inference raised. Whatever the model writes is
+executed or refused as BFCL would (the loop's docstring), never an exception. An environment that fails during a
+question (the loop's `terminated` "env_error", or a `/check` that raises `BfclEnvError`) gives that question the
+verdict `eval:env_error` with the reason: it is not the model's doing, and `agentic-verl eval bfcl` reports the
+count and exits 1 after writing the results.
 
 What BFCL's result file holds for a prompting model, `result[turn][step]`, is every step's text after its last
 `</think>` (the reasoning, when there is any, in `reasoning_content`): what our decoder read and what bfcl-eval's
@@ -44,6 +47,7 @@ from agentic_verl.rewards.bfcl.multi_turn_entry import parse_entry
 
 INFERENCE_ERROR = "multi_turn:inference_error"  # bfcl-eval's verdict on an entry whose inference raised
 INFERENCE_ERROR_PREFIX = "Error during inference: "  # and what its generation writes as that entry's result
+ENV_FAILED = "eval:env_error"  # our verdict on a question the BFCL environment failed (not the model's doing)
 ENV_TIMEOUT_S = 120.0  # one request to the environment server (a long-context /check runs the checker twice)
 # The loop refuses prompts over rollout.prompt_length (verl would cut them); here only the model's context limits a
 # prompt, and the engine says so (a ValueError: the question's inference fails).
@@ -83,7 +87,8 @@ def loop_settings(s, env_url: str) -> dict:
     """`rollout.custom.bfcl_multi_turn` for an evaluation with settings `s` (BFCLEvalSettings)."""
     return {"env_url": env_url, "env_timeout_s": ENV_TIMEOUT_S, "max_steps_per_turn": int(s.max_steps_per_turn),
             "max_tokens_per_step": int(s.max_tokens),
-            "added_functions_format": "python" if s.prompt == "bfcl" else "json"}
+            "added_functions_format": "python" if s.prompt == "bfcl" else "json",
+            "max_consecutive_env_failures": 0}  # every question gets a verdict; failures are counted instead
 
 
 def cut_step(record: dict) -> str | None:
@@ -111,8 +116,9 @@ def result_turns(responses: list[list[str]]) -> tuple[list[list[str]], list[list
 
 async def run_multi_turn(s, engine, tokenizer, questions: list[dict], env_url: str) -> list[dict]:
     """One record per question (`load_multi_turn_questions` records), in their order; see the module docstring."""
-    from agentic_verl.agent_loops.bfcl_multi_turn import BfclMultiTurnConfig, env_client
+    from agentic_verl.agent_loops.bfcl_multi_turn import ENV_ERROR, BfclMultiTurnConfig, env_client
     from agentic_verl.agent_loops.in_process import loop_trainer_config, make_agent_loop, model_type, sample_kwargs
+    from agentic_verl.bfcl_env.client import BfclEnvError
 
     custom = loop_settings(s, env_url)
     config = loop_trainer_config(s.max_conversation_tokens, prompt_length=_NO_PROMPT_LIMIT,
@@ -135,7 +141,12 @@ async def run_multi_turn(s, engine, tokenizer, questions: list[dict], env_url: s
             except GenerationFailed as exc:
                 return failed_record(question, str(exc))
             record = out.extra_fields["bfcl_multi_turn"]
-            verdict = await client.check(entry=question["entry"], model_calls=record["model_calls"])
+            if record["terminated"] == ENV_ERROR:
+                return scored_record(question, out, record, env_failed_verdict(record["env_failure"]))
+            try:
+                verdict = await client.check(entry=question["entry"], model_calls=record["model_calls"])
+            except BfclEnvError as exc:
+                verdict = env_failed_verdict(f"check: {exc}")
         return scored_record(question, out, record, verdict)
 
     try:
@@ -164,6 +175,12 @@ def scored_record(question: dict, out, record: dict, verdict: dict) -> dict:
         "result": result, "reasoning_content": reasoning, "model_calls": record["model_calls"], "cut_step": cut,
         "details": None if valid else verdict.get("details"),
     }
+
+
+def env_failed_verdict(message: str) -> dict:
+    """The verdict of a question whose environment failed (`ENV_FAILED`)."""
+    return {"valid": False, "error_type": ENV_FAILED, "error_message": f"the BFCL environment failed: {message}",
+            "per_turn": []}
 
 
 def failed_record(question: dict, message: str) -> dict:

@@ -10,6 +10,9 @@ def write_run(result: dict, out_dir: str | Path, *tables: str) -> Path:
     """Write OUT/result.json and OUT/table.md (the tables, a blank line apart); return result.json's path."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "result.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    # a lone surrogate (a model's "\\ud800" decoded into a call's argument) has no UTF-8 form: written as its JSON
+    # escape, it reads back as the same string
+    (out / "result.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8",
+                                     errors="backslashreplace")
     (out / "table.md").write_text("\n\n".join(tables) + "\n")
     return out / "result.json"

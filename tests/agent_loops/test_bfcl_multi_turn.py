@@ -49,8 +49,10 @@ def env(monkeypatch):
 
     monkeypatch.setattr(reward_module, "new_env_client", new_env_client)
     bfcl_multi_turn._CLIENTS.clear()
+    bfcl_multi_turn.ENV_FAILURES.clear()
     yield fake
     bfcl_multi_turn._CLIENTS.clear()
+    bfcl_multi_turn.ENV_FAILURES.clear()
 
 
 def _config(model_dir, response_length=1024, **fields):
@@ -328,13 +330,24 @@ def test_the_session_is_closed_on_every_path(path, qwen_dir, qwen_tokenizer, env
             task.cancel()
         return await task
 
-    expected = {"env_error": FakeEnvError, "server_error": RuntimeError, "cancelled": asyncio.CancelledError,
-                "close_fails": FakeEnvError}[path]
-    with pytest.raises(expected):
-        asyncio.run(go())
+    if path in ("env_error", "close_fails"):  # the environment's failures never leave the loop
+        out = asyncio.run(go())
+        record = out.extra_fields["bfcl_multi_turn"]
+        if path == "env_error":  # the trajectory ends, counted; the reward refuses to score it
+            assert (record["terminated"], record["model_calls"]) == ("env_error", [[]])
+            assert "FakeEnvError: 500 from the environment server" in record["env_failure"]
+            assert out.extra_fields["agent_metrics"]["failure/tool_error"] == 1
+            with pytest.raises(RuntimeError, match="environment failed during the rollout"):
+                reward_module.bfcl_multi_turn("", None, {**extra_info, **out.extra_fields})
+        else:  # a finished trajectory: its close failing is logged
+            assert record["terminated"] is None and record["env_failure"] is None
+    else:
+        expected = {"server_error": RuntimeError, "cancelled": asyncio.CancelledError}[path]
+        with pytest.raises(expected):
+            asyncio.run(go())
     assert len(env.created) == 1
     if path == "close_fails":
-        assert env.sessions  # the close was attempted (and failed loudly): nothing else could close it
+        assert env.sessions  # the close was attempted (and failed, logged): the server's idle sweep closes it
     else:
         assert env.closed == ["session-0"] and not env.sessions
 

@@ -18,7 +18,8 @@ Every result has the same keys (verl stacks reward_extra_info key by key): `scor
 turn-level credit later), and the loop's counts over the trajectory: `bfcl_mt/steps`, `bfcl_mt/calls`,
 `bfcl_mt/decode_failures`, `bfcl_mt/env_errors`, `bfcl_mt/terminated`.
 
-Failures are loud, never a 0 that looks like the model's: a checker that raises (server down, `BfclEnvError`), an
+Failures are loud, never a 0 that looks like the model's: a trajectory whose environment failed during the rollout
+(`terminated` "env_error"), a checker that raises (server down, `BfclEnvError`), an
 answer without a verdict, a row without the loop's record, ground truths that disagree all raise, and the reward
 wrappers (`verl_compute_score`, `ComposedReward`) count them as `reward/bfcl_multi_turn/exceptions` and stop the run
 after `max_consecutive_exceptions` in a row (agentic_verl.rewards.failures). Only the wrappers' trial call
@@ -42,6 +43,7 @@ from agentic_verl.rewards.registry import REWARDS
 
 RECORD_KEY = "bfcl_multi_turn"  # the loop's extra_fields key (and agent name)
 BUDGET_TERMINATIONS = ("max_tokens", "response_budget")
+ENV_ERROR = "env_error"  # the loop's `terminated` when the environment failed mid-trajectory
 FORCE_TERMINATED = "multi_turn:force_terminated"  # BFCL's runner's verdict on a trajectory with turns missing
 COUNT_KEYS = ("steps", "calls", "decode_failures", "env_errors")
 _MARGIN_S = 5.0  # waiting for a check: the client's own timeout plus this
@@ -146,6 +148,9 @@ def bfcl_multi_turn(solution_str, ground_truth, extra_info=None, *, env_url: str
                              f"writer must give both the same calls")
     model_calls = plain(record["model_calls"])
     terminated = record.get("terminated")
+    if terminated == ENV_ERROR:  # not the model's doing: loud (the reward wrappers count it), never a 0
+        raise RuntimeError(f"{entry.id}: the BFCL environment failed during the rollout ({record.get('env_failure')}); "
+                           "the trajectory is no model behaviour to score")
     if terminated in BUDGET_TERMINATIONS:
         return _result(0.0, f"bfcl_multi_turn:{terminated}", num_turns=entry.num_turns, record=record)
     if not isinstance(model_calls, list) or len(model_calls) > entry.num_turns:
