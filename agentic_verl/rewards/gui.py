@@ -51,7 +51,9 @@ COORD_SYSTEMS = ("absolute", "normalized", "thousandths", "auto")
 QWEN25VL_MIN_PIXELS = 4 * 28 * 28
 QWEN25VL_MAX_PIXELS = 16384 * 28 * 28
 
-_NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+# digits may be grouped with underscores as in Python literals (`x=1_000_000` is 1e6, not 1); float() reads them
+_DIGITS = r"\d+(?:_\d+)*"
+_NUM = rf"[-+]?(?:{_DIGITS}(?:\.(?:{_DIGITS})?)?|\.{_DIGITS})(?:[eE][-+]?{_DIGITS})?"
 _SEQ_RE = re.compile(rf"[\[(]\s*({_NUM})\s*,\s*({_NUM})\s*(?:,\s*({_NUM})\s*,\s*({_NUM})\s*)?[\])]")
 _CLICK_RE = re.compile(r"click\(([^()]{0,200})\)")
 _KW_RE = re.compile(rf"\b([xy])\s*=\s*({_NUM})")

@@ -38,6 +38,8 @@ from agentic_verl.rewards.gui import (
         ("first (1, 2) then (3, 4)", ParsedClick((3.0, 4.0))),  # the last candidate wins
         ("<think>(1, 2)</think><answer>(3, 4)</answer> (5, 6)", ParsedClick((3.0, 4.0))),  # answer block first
         ("(1e2, -5)", ParsedClick((100.0, -5.0))),  # exponents and signs
+        ("click(x=1_000_000, y=2_5.5)", ParsedClick((1_000_000.0, 25.5))),  # Python's digit groups, not x=1
+        ("[1_2, 3_4]", ParsedClick((12.0, 34.0))),  # digit groups in a list
         ("no numbers here", None),  # nothing to parse
         ("(1, 2, 3)", None),  # three numbers are neither a point nor a box
         ("(1e999, 2)", None),  # infinity is not a coordinate
