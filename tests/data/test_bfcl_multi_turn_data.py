@@ -9,13 +9,12 @@ from __future__ import annotations
 import copy
 import doctest
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from json_endpoint import JsonHandler, serving
 
 from agentic_verl.agent_loops.bfcl_multi_turn import check_withheld_docs_absent
 from agentic_verl.agent_loops.prompts import bfcl_added_functions_message, bfcl_multi_turn_messages
@@ -347,42 +346,24 @@ def test_bad_arguments_fail_before_any_work(tmp_path, monkeypatch, capsys):
     assert not out.exists()
 
 
-class _Rewriter(BaseHTTPRequestHandler):
+class _Rewriter(JsonHandler):
     """An OpenAI-compatible judge: prefixes 'Hi there,' to requests of odd length and drops the quoted values of
     the others."""
 
-    def log_message(self, *args):
-        pass
+    served_models = ("judge",)
 
-    def _send(self, payload):
-        body = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_GET(self):
-        self._send({"data": [{"id": "judge"}]})
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        text = body["messages"][0]["content"].split("Request: ", 1)[1]
+    def do_POST(self):  # noqa: N802 - http.server's naming
+        text = self.read_json()["messages"][0]["content"].split("Request: ", 1)[1]
         reply = rewrite._QUOTED.sub("it", text) if len(text) % 2 == 0 else "Hi there, " + text[0].lower() + text[1:]
-        self._send({"choices": [{"message": {"content": reply}}]})
+        self.send_json({"choices": [{"message": {"content": reply}}]})
 
 
 def test_judge_rewrites_keep_every_value_or_are_rejected(tasks, tmp_path):
     from agentic_verl.data.fcdr.judge import JudgeClient
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Rewriter)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        judge = JudgeClient(f"http://127.0.0.1:{server.server_address[1]}", "judge", cache_dir=tmp_path / "cache")
+    with serving(_Rewriter) as url:
+        judge = JudgeClient(url, "judge", cache_dir=tmp_path / "cache")
         rewritten, counts = dataset.generate_tasks(0, 4, ALL_KINDS, judge=judge)
-    finally:
-        server.shutdown()
-        server.server_close()
     before = [m["content"] for t in tasks[:4] for turn in t["entry"]["question"] for m in turn]
     after = [m["content"] for t in rewritten for turn in t["entry"]["question"] for m in turn]
     assert [t["trajectory"] for t in rewritten] == [t["trajectory"] for t in tasks[:4]]  # the gold is the same

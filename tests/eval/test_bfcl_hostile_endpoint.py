@@ -9,9 +9,9 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from json_endpoint import JsonHandler, serving
 
 from agentic_verl.agent_loops import bfcl_multi_turn
 from agentic_verl.cli import main as cli_main
@@ -38,42 +38,25 @@ HOSTILE = [
 ]
 
 
-class _HostileHandler(BaseHTTPRequestHandler):
+class _HostileHandler(JsonHandler):
+    served_models = (MODEL,)
     replies = itertools.cycle(HOSTILE)
     lock = threading.Lock()
     requests = 0
 
-    def log_message(self, format, *args):  # noqa: A002
-        pass
-
-    def _send(self, payload: dict) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self):
-        self._send({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+    def do_POST(self):  # noqa: N802 - http.server's naming
+        self.read_json()
         with self.lock:
             text, finish = next(self.replies)
             type(self).requests += 1
-        self._send({"id": "x", "object": "text_completion", "model": MODEL,
-                    "choices": [{"index": 0, "text": text, "finish_reason": finish, "stop_reason": None}]})
+        self.send_json({"id": "x", "object": "text_completion", "model": MODEL,
+                        "choices": [{"index": 0, "text": text, "finish_reason": finish, "stop_reason": None}]})
 
 
 @pytest.fixture()
 def hostile_endpoint():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _HostileHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(_HostileHandler) as url:
+        yield url
 
 
 def test_eval_bfcl_scores_every_question_of_a_hostile_endpoint(hostile_endpoint, bfcl_env, smollm2_dir, tmp_path,

