@@ -45,7 +45,7 @@ from pathlib import Path
 
 from agentic_verl.eval.output import write_run
 from agentic_verl.eval.sandbox import STATUSES, Isolation, Limits, isolation, run_program
-from agentic_verl.net import EndpointError, check_model_or_endpoint
+from agentic_verl.net import check_model_or_endpoint
 
 # HumanEval pass@1 of Qwen2.5-Coder-7B-Instruct, FunReason's code-retention table (docs/methods.md, FunReason section)
 PUBLISHED_PASS_AT_1 = {"Qwen2.5-Coder-7B-Instruct (published)": 0.866,
@@ -61,11 +61,6 @@ _FIELDS = ("task_id", "prompt", "test", "entry_point")
 
 class CodeExecutionNotAllowed(ValueError):
     """`evaluate` without `allow_code_execution`: nothing was loaded or run."""
-
-
-class GenerationFailed(str):
-    """A problem whose output could not be turned into text (e.g. lone surrogates the tokenizer refuses): its
-    record gets status `generation_error` and this message, and no program runs."""
 
 
 @dataclass
@@ -199,14 +194,11 @@ def evaluate(settings: HumanEvalSettings, engine=None) -> dict:
         with open_engine(settings.engine, settings.model, dtype=_dtype(settings.dtype),
                          max_batch_size=settings.concurrency) as built:
             texts, seconds = asyncio.run(_generate(settings, built, tokenizer, prompts))
-    generated = [(p, t) for p, t in zip(problems, texts, strict=True) if not isinstance(t, GenerationFailed)]
-    solutions = [extract_solution(p, t, settings.prompt_style) for p, t in generated]
+    solutions = [extract_solution(p, t, settings.prompt_style) for p, t in zip(problems, texts, strict=True)]
     started = time.perf_counter()
-    ran = iter(run_solutions([p for p, _ in generated], solutions, settings.limits, settings.workers, plan))
-    records = [{"task_id": p["task_id"], "passed": False, "status": "generation_error", "seconds": 0.0,
-                "output": str(t), "completion": ""} if isinstance(t, GenerationFailed) else next(ran) | {"completion": t}
-               for p, t in zip(problems, texts, strict=True)]  # fmt: skip
-    statuses = {s: sum(r["status"] == s for r in records) for s in (*STATUSES, "generation_error")}
+    ran = run_solutions(problems, solutions, settings.limits, settings.workers, plan)
+    records = [record | {"completion": t} for record, t in zip(ran, texts, strict=True)]
+    statuses = {s: sum(r["status"] == s for r in records) for s in STATUSES}
     if statuses["sandbox_error"]:  # the sandbox, not the model, failed these: say so, they count as not passed
         first = next(r for r in records if r["status"] == "sandbox_error")
         print(f"WARNING: the sandbox could not run {statuses['sandbox_error']} of {len(records)} programs "
@@ -249,15 +241,12 @@ async def _generate(s: HumanEvalSettings, engine, tokenizer, prompts: list[list[
         sampling["stop"] = list(COMPLETION_STOP)
     semaphore = asyncio.Semaphore(s.concurrency)
 
-    async def one(i: int, ids: list[int]) -> str | GenerationFailed:
-        try:
-            async with semaphore:
-                out = await engine.generate(ids, dict(sampling), request_id=f"humaneval-{i}")
-            return tokenizer.decode(out.token_ids, skip_special_tokens=True)
-        except EndpointError:
-            raise  # a dead or refusing server stops the run, loudly (the CLI exits 2 with its message)
-        except Exception as e:  # noqa: BLE001 - text the tokenizer cannot take (lone surrogates): that problem fails
-            return GenerationFailed(f"{type(e).__name__}: {e}"[:500])
+    async def one(i: int, ids: list[int]) -> str:
+        # a dead or refusing server raises EndpointError and stops the run, loudly (the CLI exits 2 with its
+        # message); text without a UTF-8 form is already U+FFFD in the engine's tokens
+        async with semaphore:
+            out = await engine.generate(ids, dict(sampling), request_id=f"humaneval-{i}")
+        return tokenizer.decode(out.token_ids, skip_special_tokens=True)
 
     started = time.perf_counter()
     try:
