@@ -7,7 +7,9 @@ import json
 import threading
 import urllib.error
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
+
+from json_endpoint import JsonHandler
 
 # which prompt a request is, by a sentence of the packaged prompt file
 PROMPT_MARKERS = {"is_call": "reference answer in the data set", "solvable": "fully handled by calling",
@@ -40,22 +42,14 @@ class _Server:
         return sum(1 for r in self.requests if r["method"] == "POST")
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JsonHandler):
     server_owner: _Server
 
-    def log_message(self, *args):  # quiet
-        pass
-
     def _send(self, status: int, payload) -> None:
-        body = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        self.send_json(payload, status)
 
     def _body(self) -> dict:
-        return json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        return self.read_json() or {}
 
 
 class _JudgeHandler(_Handler):

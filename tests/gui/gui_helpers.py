@@ -8,8 +8,10 @@ import base64
 import io
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
+
+from json_endpoint import JsonHandler
 
 # Model and data text that would run if a page did not escape it.
 XSS = "</script><script>document.body.setAttribute('data-pwned','1')</script><img src=x onerror=alert(1)>"
@@ -112,28 +114,19 @@ class ScriptedChatServer:
         self.requests: list[dict] = []
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _send(self, code: int, payload: dict):
-                data = json.dumps(payload).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+        class Handler(JsonHandler):
+            served_models = (model_name,)
 
             def do_GET(self):
                 if self.path == "/v1/models":
-                    return self._send(200, {"data": [{"id": server.model_name}]})
-                return self._send(404, {"error": "not found"})
+                    return super().do_GET()
+                return self.send_json({"error": "not found"}, 404)
 
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                body = self.read_json()
                 server.requests.append(body)
                 if self.path != "/v1/chat/completions" or body.get("model") != server.model_name:
-                    return self._send(400, {"error": {"message": "bad request"}})
+                    return self.send_json({"error": {"message": "bad request"}}, 400)
                 content = body["messages"][-1]["content"]
                 url = next(c["image_url"]["url"] for c in content if c["type"] == "image_url")
                 text = next(c["text"] for c in content if c["type"] == "text")
@@ -146,8 +139,8 @@ class ScriptedChatServer:
                     size = image.size
                 h, w = smart_resize(size[1], size[0], 28, server.min_pixels, server.max_pixels)
                 reply = server.answer(instruction, (w, h), size)
-                return self._send(200, {"choices": [{"message": {"role": "assistant", "content": reply},
-                                                     "finish_reason": "stop"}]})
+                return self.send_json({"choices": [{"message": {"role": "assistant", "content": reply},
+                                                        "finish_reason": "stop"}]})
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
