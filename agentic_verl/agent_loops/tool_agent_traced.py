@@ -23,7 +23,7 @@ run stops (as with the `rag_r1` loop).
 
 Everything else (prompt building, token merging, masks, tool execution, truncation of tool responses) is verl's.
 Use it by `agent_name: tool_agent_traced` (or rollout.agent.default_agent_loop) with the usual
-`actor_rollout_ref.rollout.multi_turn.tool_config_path`, e.g. tools/search_tool.yaml.
+`actor_rollout_ref.rollout.multi_turn.tool_config_path`, e.g. configs/tools/search_tool.yaml.
 """
 
 from __future__ import annotations

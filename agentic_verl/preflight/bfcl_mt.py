@@ -155,7 +155,7 @@ def check_environment(report: Report, url: str | None, classes: list[str] | None
         else:
             report.problem(topic, f"no BFCL_ENV_URL, and no {venv_dir()} to start the server from: `{MAKE_TARGET}`")
         return
-    start = "start one: bash tools/launch_bfcl_env.sh bash recipes/funreason_mt/grpo.sh (grpo.sh does it without BFCL_ENV_URL)"
+    start = "start one: bash scripts/launch_bfcl_env.sh bash recipes/funreason_mt/grpo.sh (grpo.sh does it without BFCL_ENV_URL)"
     try:
         response = httpx.get(url.rstrip("/") + "/health", timeout=timeout_s, trust_env=False)
         health = response.json()

@@ -15,7 +15,7 @@ def check_retrieval(report: Report, url: str | None, question: str | None, timeo
         return
     base = url.rstrip("/").removesuffix("/retrieve")
     start = ("start one: agentic-verl serve retrieval --index INDEX_DIR --port PORT, or INDEX_DIR=... bash "
-             "tools/launch_retrieval_server.sh bash recipes/rag_r1/<recipe>.sh")
+             "scripts/launch_retrieval_server.sh bash recipes/rag_r1/<recipe>.sh")
     problem = health_problem(base, timeout_s)
     if problem is not None:
         report.problem("retrieval", f"{problem}; {start}" if problem.startswith("no answer") else problem)

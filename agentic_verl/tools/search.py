@@ -20,7 +20,7 @@ The tool schema is built here from the config (one source); the YAML carries onl
       - class_name: agentic_verl.tools.search.SearchTool
         config: {type: native, retrieval_url: "http://127.0.0.1:8000", topk: 3, max_queries: 5}
 
-(the shipped tools/search_tool.yaml is this, for `actor_rollout_ref.rollout.multi_turn.tool_config_path`).
+(the shipped configs/tools/search_tool.yaml is this, for `actor_rollout_ref.rollout.multi_turn.tool_config_path`).
 A server that requires a token (agentic_verl.retrieval.auth) gets it from AGENTIC_VERL_RETRIEVAL_TOKEN through
 `RetrievalClient`; no config key holds it.
 """

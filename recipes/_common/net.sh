@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Sourced by scripts that start a local server (recipes/demo/run.sh, tools/launch_retrieval_server.sh); the Python
+# Sourced by scripts that start a local server (recipes/demo/run.sh, scripts/launch_retrieval_server.sh); the Python
 # twins are agentic_verl/net.py's free_port and wait_for_health.
 #
 #   free_port                          print a TCP port nothing listens on at 127.0.0.1 (the OS picks it)

@@ -14,8 +14,8 @@
 # Model:    the SFT checkpoint of recipes/funreason_mt/sft.sh (SFT_CHECKPOINT_DIR) unless MODEL_PATH is set; without
 #           either it refuses (MODEL_PATH=Qwen/Qwen3-4B-Instruct-2507 starts from the base model)
 # Server:   BFCL_ENV_URL, when set, is a running server (`agentic-verl serve bfcl-env`, or this script under
-#           tools/launch_bfcl_env.sh); unset, this script starts one on a free loopback port around training
-#           (tools/launch_bfcl_env.sh: /health first, stopped when training ends however it ends).
+#           scripts/launch_bfcl_env.sh); unset, this script starts one on a free loopback port around training
+#           (scripts/launch_bfcl_env.sh: /health first, stopped when training ends however it ends).
 # Checks:   `agentic-verl preflight bfcl-mt --stage grpo` before launching (data, model, the server's /health or
 #           .venv-bfcl, GPU memory budget; PREFLIGHT=0 skips it); the server is started only after it passes.
 # Runtime:  GPU not measured (estimate: ~1 day on 8 GPUs for 60 steps of 128 x 8 multi-turn trajectories).
@@ -95,6 +95,6 @@ else
     recipe_preflight bfcl-mt grpo "${ARGS[@]}" "$@"   # no server yet: data, model and .venv-bfcl
     BFCL_ENV_PORT=${BFCL_ENV_PORT:-$(free_port)}
     HOST=127.0.0.1 PORT="$BFCL_ENV_PORT" LOG_FILE="$BFCL_ENV_LOG" EXTRA_ARGS="$BFCL_ENV_ARGS" \
-        bash "$RECIPES/../tools/launch_bfcl_env.sh" \
+        bash "$RECIPES/../scripts/launch_bfcl_env.sh" \
         python3 -m verl.trainer.main_ppo "${ARGS[@]}" "$ENV_URL_KEY=http://127.0.0.1:$BFCL_ENV_PORT" "$@"
 fi

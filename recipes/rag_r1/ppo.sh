@@ -8,7 +8,7 @@
 #           decides the mode: RAG_MODE defaults to it and a RAG_MODE that disagrees is refused
 # Model:    the SFT checkpoint of recipes/rag_r1/sft.sh (SFT_CHECKPOINT_DIR; actor and critic) unless MODEL_PATH is
 #           set; without either it refuses (MODEL_PATH=Qwen/Qwen2.5-7B-Instruct starts from the base model)
-# Needs:    a retrieval server: INDEX_DIR=... bash tools/launch_retrieval_server.sh bash recipes/rag_r1/ppo.sh
+# Needs:    a retrieval server: INDEX_DIR=... bash scripts/launch_retrieval_server.sh bash recipes/rag_r1/ppo.sh
 # Checks:   `agentic-verl preflight rag-r1` before launching (data, models, /health + a test search, mode, GPU
 #           memory budget; PREFLIGHT=0 skips it); the rag_r1 loop stops the run after
 #           rollout.custom.rag_r1.max_consecutive_search_failures (32) failed searches in a row

@@ -27,7 +27,7 @@ from agentic_verl.rewards.bfcl.multi_turn_entry import parse_entry
 from agentic_verl.rewards.bfcl.render import render_calls
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "scripts" / "agreement"))
 from _bfcl_mt_cases import official_checks  # noqa: E402  (bfcl-eval's checker run directly, in .venv-bfcl)
 
 pytestmark = [pytest.mark.bfcl_official, pytest.mark.skipif(not available(), reason="no .venv-bfcl (make bfcl-venv)")]
@@ -245,7 +245,7 @@ def test_miss_func_withholds_the_docs_until_the_turn_that_adds_them(live_env, qw
                                                 ("multi_turn_miss_func", "multi_turn_miss_func_1")])
 def test_the_lengths_benchmark_measures_what_the_loop_produces(category, entry_id, live_env, qwen_dir,
                                                                qwen_tokenizer):
-    """benchmarks/bfcl_mt_lengths.py renders a gold trajectory with the chat template instead of running the loop;
+    """scripts/bfcl_mt_lengths.py renders a gold trajectory with the chat template instead of running the loop;
     the loop, scripted with the same assistant messages, gives the same response length but for 5 tokens of the
     rendering: the empty `<think>\n\n</think>\n\n` this Qwen template writes into a conversation's final assistant
     message (4) and the newline after the last <|im_end|> (1)."""

@@ -1,6 +1,6 @@
 """tool_agent_traced under hostile model output: thousands of generated turns (hostile_outputs.py) through verl's
 ToolAgentLoop with our trace, the hermes parser, the real Qwen tokenizer and chat template, and our SearchTool
-(loaded by verl's tool registry from tools/search_tool.yaml) against the real retrieval server on loopback.
+(loaded by verl's tool registry from configs/tools/search_tool.yaml) against the real retrieval server on loopback.
 
 Each example is a script of 2-6 turns (text or raw token ids) with hermes tool calls: valid, invalid JSON, unknown
 tools, hostile arguments (huge numbers, NUL, 20,000-character queries, `</tool_response>` inside a query), hundreds
@@ -85,7 +85,7 @@ def scripts(tokenizer):
 def fuzz_setup(qwen_dir, qwen_tokenizer, retrieval_server, tmp_path_factory):
     from verl.tools.tool_registry import load_all_tools
 
-    text = (REPO / "tools" / "search_tool.yaml").read_text()
+    text = (REPO / "configs" / "tools" / "search_tool.yaml").read_text()
     text = text.replace("${oc.env:RETRIEVAL_URL,http://127.0.0.1:8000}", retrieval_server.url)
     text = text.replace("timeout_s: 10.0", "timeout_s: 5.0").replace("max_retries: 2", "max_retries: 0")
     tool_yaml = tmp_path_factory.mktemp("fuzz_tools") / "search_tool.yaml"

@@ -1,4 +1,4 @@
-"""Our SearchTool inside verl's own ToolAgentLoop (hermes format), loaded from tools/search_tool.yaml by verl's
+"""Our SearchTool inside verl's own ToolAgentLoop (hermes format), loaded from configs/tools/search_tool.yaml by verl's
 AgentLoopWorker, against the real retrieval server; and `tool_agent_traced`, the thin subclass that records
 tool-call failures verl's loop drops."""
 
@@ -23,8 +23,8 @@ def _call(name: str, arguments) -> str:
 
 
 def _tool_yaml(tmp_path, url, timeout_s=2.0, max_failures=32) -> str:
-    """tools/search_tool.yaml with a short timeout and no retries (the shipped one waits 10 s x 3)."""
-    text = (REPO / "tools" / "search_tool.yaml").read_text()
+    """configs/tools/search_tool.yaml with a short timeout and no retries (the shipped one waits 10 s x 3)."""
+    text = (REPO / "configs" / "tools" / "search_tool.yaml").read_text()
     text = text.replace("timeout_s: 10.0", f"timeout_s: {timeout_s}").replace("max_retries: 2", "max_retries: 0")
     assert "max_consecutive_search_failures: 32" in text
     text = text.replace("max_consecutive_search_failures: 32", f"max_consecutive_search_failures: {max_failures}")
@@ -66,7 +66,7 @@ def test_verls_tool_agent_loop_drives_our_search_tool(agent_name, qwen_dir, qwen
     server = ScriptedServer(tok, [_call("search", {"query_list": ["capital of france", "who wrote hamlet"]}),
                                   "<answer> Paris </answer><|im_end|>"])
     before = len(retrieval_server.service.calls)
-    result = _worker_run(qwen_dir, str(REPO / "tools" / "search_tool.yaml"), server, agent_name,
+    result = _worker_run(qwen_dir, str(REPO / "configs" / "tools" / "search_tool.yaml"), server, agent_name,
                          retrieval_server.url, monkeypatch)
     assert retrieval_server.service.calls[before:] == [["capital of france", "who wrote hamlet"]]
 
@@ -197,7 +197,7 @@ def test_traced_loop_with_the_smollm2_chat_template(smol_dir, smol_tokenizer, re
     server = ScriptedServer(tok, [_call("search", {"query_list": ["who wrote hamlet"]}).replace("<|im_end|>",
                                                                                                  tok.eos_token),
                                   "<answer> Shakespeare </answer>" + tok.eos_token])
-    out = _loop_run(smol_dir, tok, str(REPO / "tools" / "search_tool.yaml"), server, retrieval_server.url,
+    out = _loop_run(smol_dir, tok, str(REPO / "configs" / "tools" / "search_tool.yaml"), server, retrieval_server.url,
                     monkeypatch)
     check_token_invariants(out, server, tok)
     tool_runs = [tok.decode(out.response_ids[s:e]) for s, e, v in runs(out.response_mask) if v == 0]

@@ -1,5 +1,5 @@
 """Shared by tests/bfcl_env: the multi-turn questions and bfcl-eval's own executor/checker run directly (from
-benchmarks/_bfcl_mt_cases.py, which benchmarks/bfcl_env_agreement.py also uses), and raw HTTP requests."""
+scripts/agreement/_bfcl_mt_cases.py, which scripts/agreement/bfcl_env_agreement.py also uses), and raw HTTP requests."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from agentic_verl.bfcl_env.venv import available
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "agreement"))
 
 from _bfcl_mt_cases import (  # noqa: E402, F401 (re-exported for the tests)
     CATEGORIES,

@@ -23,7 +23,7 @@ from agentic_verl.eval.bfcl_eval import (
 )
 from agentic_verl.rewards.bfcl import gold_calls, language_of, render_calls
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "agreement"))
 
 import _bfcl_official  # noqa: E402
 from _bfcl_cases import mutations  # noqa: E402

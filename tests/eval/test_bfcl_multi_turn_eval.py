@@ -25,7 +25,7 @@ from agentic_verl.eval.bfcl_layout import group_of
 from agentic_verl.rewards.bfcl import gold_calls, render_calls
 from agentic_verl.rewards.bfcl.multi_turn_entry import parse_entry
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "agreement"))
 
 import _bfcl_official  # noqa: E402
 from _bfcl_mt_cases import TurnScript, as_calls, calls_text, first_with_calls, gold, scripted_policies  # noqa: E402

@@ -1,4 +1,4 @@
-"""tools/launch_bfcl_env.sh: waits for /health, runs the command with BFCL_ENV_URL, stops the server (both the
+"""scripts/launch_bfcl_env.sh: waits for /health, runs the command with BFCL_ENV_URL, stops the server (both the
 `serve bfcl-env` process and its server in .venv-bfcl)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from agentic_verl.bfcl_env.venv import available, ensure_venv
 from agentic_verl.net import free_port
 
-SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "launch_bfcl_env.sh"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "launch_bfcl_env.sh"
 CLI = Path(sys.executable).parent / "agentic-verl"
 
 

@@ -1,4 +1,4 @@
-"""tools/launch_retrieval_server.sh: waits for /health, runs the command with RETRIEVAL_URL, stops the server."""
+"""scripts/launch_retrieval_server.sh: waits for /health, runs the command with RETRIEVAL_URL, stops the server."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from agentic_verl.net import free_port
 
-SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "launch_retrieval_server.sh"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "launch_retrieval_server.sh"
 CLI = Path(sys.executable).parent / "agentic-verl"
 
 

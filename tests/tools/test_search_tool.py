@@ -1,4 +1,4 @@
-"""SearchTool, loaded from tools/search_tool.yaml by verl's own loader, against real and failing servers."""
+"""SearchTool, loaded from configs/tools/search_tool.yaml by verl's own loader, against real and failing servers."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from agentic_verl.fail_fast import SearchFailFastError
 from agentic_verl.net import free_port
 from agentic_verl.tools.search import SEARCH_FAILURES, SearchTool
 
-YAML = Path(__file__).resolve().parents[2] / "tools" / "search_tool.yaml"
+YAML = Path(__file__).resolve().parents[2] / "configs" / "tools" / "search_tool.yaml"
 
 
 def make_tool(url: str, **config) -> SearchTool:

@@ -2,9 +2,9 @@
 
 The official checker (bfcl-eval) cannot be imported in the main venv (its dependencies pin numpy 1.26 and pull
 every vendor SDK; its Java/JavaScript decoding needs tree-sitter), so it runs in `.venv-bfcl` through
-benchmarks/_bfcl_official_runner.py. This test carries the `bfcl_official` marker and is skipped when that venv
+scripts/agreement/_bfcl_official_runner.py. This test carries the `bfcl_official` marker and is skipped when that venv
 does not exist; create it with `make bfcl-venv` (needs PyPI once). The full comparison is
-`benchmarks/bfcl_agreement.py`.
+`scripts/agreement/bfcl_agreement.py`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "scripts" / "agreement"))
 
 import _bfcl_official  # noqa: E402
 from _bfcl_cases import all_cases  # noqa: E402

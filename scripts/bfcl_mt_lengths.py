@@ -8,7 +8,7 @@ a few tokens of the template's own (Qwen3's: 5 more, an empty think block in the
 tests/agent_loops/test_bfcl_multi_turn_live.py checks it). This sizes recipes/funreason_mt's prompt and response
 lengths (generated tasks use the same classes and docs); it trains on nothing.
 
-    .venv/bin/python benchmarks/bfcl_mt_lengths.py --tokenizer Qwen/Qwen3-4B-Instruct-2507 [--limit 50]
+    .venv/bin/python scripts/bfcl_mt_lengths.py --tokenizer Qwen/Qwen3-4B-Instruct-2507 [--limit 50]
 """
 
 from __future__ import annotations

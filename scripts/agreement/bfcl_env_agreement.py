@@ -1,7 +1,7 @@
 """The BFCL environment server's `/check` beside bfcl-eval's multi-turn checker run directly, on every multi-turn
 question (or the first N of each category) with its ground truth and four mutations.
 
-    .venv/bin/python benchmarks/bfcl_env_agreement.py [--questions N] [--concurrency 16]
+    .venv/bin/python scripts/agreement/bfcl_env_agreement.py [--questions N] [--concurrency 16]
 
 Starts the server in `.venv-bfcl` (created or updated on first use), sends every trajectory to `/check` through
 `BfclEnvClient` (`--concurrency` at once), runs bfcl-eval's `multi_turn_checker` on the same trajectories in one

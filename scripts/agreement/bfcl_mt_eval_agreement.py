@@ -1,7 +1,7 @@
 """`agentic-verl eval bfcl` on BFCL's multi-turn categories with scripted policies (no model), its result files then
 scored by bfcl-eval's own scorer: the accuracy of every category and every failed question's error type must agree.
 
-    .venv/bin/python benchmarks/bfcl_mt_eval_agreement.py [--limit N] [--out DIR] [--concurrency 16]
+    .venv/bin/python scripts/agreement/bfcl_mt_eval_agreement.py [--limit N] [--out DIR] [--concurrency 16]
 
 The policies (`_bfcl_mt_cases.scripted_policies`, by question index modulo 4): the ground truth; no call at all;
 the ground truth spread over steps with reasoning and an empty `[]` step; and per category a decode failure plus a

@@ -1,5 +1,5 @@
 """bfcl-eval's own multi-turn executor and checker, run directly (inside `.venv-bfcl`), to compare the BFCL environment
-server with (benchmarks/bfcl_env_agreement.py, tests/bfcl_env).
+server with (scripts/agreement/bfcl_env_agreement.py, tests/bfcl_env).
 
 stdin: one JSON object per line, stdout: one per line.
   {"op": "execute", "initial_config", "involved_classes", "long_context", "steps": [[call string, ...], ...]}

@@ -3,8 +3,8 @@
 # /health answers, then either run a command while it is up (the server stops when the command ends) or keep
 # serving until Ctrl-C.
 #
-#   bash tools/launch_bfcl_env.sh                                    # serve until Ctrl-C
-#   bash tools/launch_bfcl_env.sh bash recipes/<stage>.sh            # serve around a job (it reads BFCL_ENV_URL)
+#   bash scripts/launch_bfcl_env.sh                                    # serve until Ctrl-C
+#   bash scripts/launch_bfcl_env.sh bash recipes/<stage>.sh            # serve around a job (it reads BFCL_ENV_URL)
 #
 # Needs .venv-bfcl: make bfcl-venv. Hardware: CPU only. Limits (--max-sessions, --idle-timeout-s, ...) go through
 # EXTRA_ARGS; any HOST other than 127.0.0.1 needs AGENTIC_VERL_BFCL_ENV_TOKEN (docs/bfcl_env.md).

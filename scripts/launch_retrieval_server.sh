@@ -2,8 +2,8 @@
 # Start the /retrieve server, wait until /health answers, then either run a command while it is up
 # (the server stops when the command ends) or keep serving until Ctrl-C.
 #
-#   INDEX_DIR=data/wiki_bm25 bash tools/launch_retrieval_server.sh                     # serve until Ctrl-C
-#   INDEX_DIR=data/wiki_bm25 bash tools/launch_retrieval_server.sh bash recipes/rag_r1/grpo.sh   # serve around a job
+#   INDEX_DIR=data/wiki_bm25 bash scripts/launch_retrieval_server.sh                     # serve until Ctrl-C
+#   INDEX_DIR=data/wiki_bm25 bash scripts/launch_retrieval_server.sh bash recipes/rag_r1/grpo.sh   # serve around a job
 #
 # Build an index first: agentic-verl index build --corpus corpus.jsonl --out "$INDEX_DIR"
 # Hardware: CPU only. Other knobs (cache, limits, --record FILE / --replay FILE) go through EXTRA_ARGS.
@@ -47,7 +47,7 @@ if ! wait_for_health "$url" "$HEALTH_TIMEOUT_S" "$server_pid" "$LOG_FILE"; then
     exit 1
 fi
 echo "retrieval server ready on $url (pid $server_pid, log $LOG_FILE)"
-export RETRIEVAL_URL="$url"   # read by tools/search_tool.yaml
+export RETRIEVAL_URL="$url"   # read by configs/tools/search_tool.yaml
 
 if (($# > 0)); then
     "$@"

@@ -1,7 +1,7 @@
 """BFCL's multi-turn questions from bfcl_eval's data, their ground truths as decoded calls, trajectories made from
 them (the ground truth and mutations), bfcl-eval's own executor/checker run directly in `.venv-bfcl`
 (_bfcl_official_mt_runner.py), and scripted policies for `eval bfcl` (`TurnScript`, an engine answering from
-per-question scripts). Shared by benchmarks/bfcl_env_agreement.py, benchmarks/bfcl_mt_eval_agreement.py,
+per-question scripts). Shared by scripts/agreement/bfcl_env_agreement.py, scripts/agreement/bfcl_mt_eval_agreement.py,
 tests/bfcl_env and tests/eval."""
 
 from __future__ import annotations

@@ -82,7 +82,7 @@ def _import_ours():
     """Our ast_match, imported here so both run in one process under the same load. agentic_verl's package
     __init__ files are bypassed (they import numpy and the other rewards); agentic_verl.rewards.bfcl needs
     only the standard library."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     for name, path in (("agentic_verl", root / "agentic_verl"), ("agentic_verl.rewards", root / "agentic_verl" / "rewards")):
         if name not in sys.modules:
             module = types.ModuleType(name)

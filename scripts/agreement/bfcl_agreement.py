@@ -1,6 +1,6 @@
 """Agreement and speed of our BFCL AST match (agentic_verl.rewards.bfcl) beside the official bfcl-eval checker.
 
-    .venv/bin/python benchmarks/bfcl_agreement.py [--per-question 12] [--seed 0] [--questions N] [--show 5]
+    .venv/bin/python scripts/agreement/bfcl_agreement.py [--per-question 12] [--seed 0] [--questions N] [--show 5]
         [--speed-rounds 3] [--no-speed]
 
 Builds, for every question of the AST and relevance categories in bfcl_eval's data (or the first N of each
@@ -28,7 +28,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from _bfcl_cases import all_cases  # noqa: E402
 from _bfcl_official import official_verdicts, throughput  # noqa: E402
