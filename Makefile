@@ -59,7 +59,7 @@ lint: install
 	$(VENV)/bin/ruff check agentic_verl reward_fns tests benchmarks scripts
 
 # The RAG-R1 demo on this CPU (recipes/demo/run.sh: toy world, BM25 server, eval, SFT, eval, GRPO, eval; docs/rag_r1.md "Demo",
-# its timings in docs/measurements.md).
+# its timings in notes/lab_notebook.md).
 demo: install
 	bash recipes/demo/run.sh
 

@@ -5,7 +5,7 @@
 - A fenced block whose info string carries `title="runnable"` runs, on toy data, CPU-only and offline: the
   runnable blocks of one page run in order in one fresh folder (so a page's quick start may build on its earlier
   blocks), `bash` blocks with `bash -euo pipefail`, `python` blocks with this interpreter; the venv's `bin/` comes
-  first on PATH, `REPO` names the repository root, and the folder holds links to the repository's `tools/`,
+  first on PATH, `REPO` names the repository root, and the folder holds links to the repository's `configs/`, `scripts/`,
   `recipes/`, `reward_fns/` and `benchmarks/`, so a block runs as written from the root. A block titled
   `runnable: NAME` (any language) is not run but written to the file NAME in that folder, for the blocks after it
   (a module or a config the reader would save). Commands that need GPUs, a model hub or large data stay unmarked.

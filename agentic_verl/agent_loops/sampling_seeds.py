@@ -17,7 +17,7 @@ Our loops give each sampled request a seed made from what names it in the run:
 The count is taken when `run()` starts, before its first await: verl's agent-loop worker starts its samples in
 batch order and gets the same chunk of every batch when the run repeats, so the seeds repeat. Greedy requests
 (temperature 0) and requests whose caller set a seed are left as they are. What stays nondeterministic is the
-engine's arithmetic: a batch of other sizes can flip a near-tie token (docs/measurements.md gives the spread).
+engine's arithmetic: a batch of other sizes can flip a near-tie token (notes/lab_notebook.md gives the spread).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ def register(subparsers) -> None:
     parser.add_argument("--layers", type=int, default=2, help="tiny-vl: the language model's layers")
     parser.add_argument("--vision-hidden-size", type=int, default=32,
                         help="tiny-vl: the vision tower's hidden size (32 keeps about half of a widget's colour: "
-                             "docs/measurements.md, V2P miniature)")
+                             "notes/lab_notebook.md, V2P miniature)")
     parser.add_argument("--seed", type=int, default=0, help="tiny-vl: the random weights' seed")
     parser.set_defaults(handler=run)
 

@@ -22,7 +22,7 @@ Style `steps`: RAG-R1's step-level samples (each turn with and without the earli
 `decision_weight` W > 1 gives the deciding tokens W times the loss weight of the others: in every turn after a
 search, the token right after its fact sentence (" Now" to search again, " </think>" to answer). The one after the
 first search is where a one-hop and a two-hop trajectory part; with weight 1 it is ~1 of ~87 learned tokens, and a
-short SFT learns the names and facts but leaves that choice near the data's base rate (docs/measurements.md, "On
+short SFT learns the names and facts but leaves that choice near the data's base rate (notes/lab_notebook.md, "On
 the dev split"). The two-hop trajectory's last turn is weighted too, so that " Now" is not learned as "what follows
 a fact" (weighting only the first decision made the model search a third time).
 

@@ -12,7 +12,7 @@
 #
 # Hardware: 2 CPU cores, ~12 GB RAM at the GRPO stage; no GPU, no network. Everything goes to $OUT (outputs/demo,
 #           gitignored) and /tmp. One demo at a time: two GRPO stages at once exceed 24 GB.
-# Runtime:  16.5-19 min on 2 cores (seeds 0-2 on 2026-11-26: 19m09s, 17m10s, 16m30s; docs/measurements.md); 26-31
+# Runtime:  16.5-19 min on 2 cores (seeds 0-2 on 2026-11-26: 19m09s, 17m10s, 16m30s; notes/lab_notebook.md); 26-31
 #           min on 2026-11-27, when the same idle machine ran ~1.7x slower; 35-50 min on a machine shared with other
 #           jobs (use THREADS=1 there).
 # Target:   EM after RL > after SFT > before (the base model has never seen this world and cannot use the tags).

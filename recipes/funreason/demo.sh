@@ -17,7 +17,7 @@
 #
 # Hardware: 2 CPU cores, ~10 GB RAM at the GRPO stage; no GPU, no network. Everything goes to $OUT
 #           (outputs/funreason_demo, gitignored) and /tmp. One demo at a time (two GRPO stages at once do not fit).
-# Runtime:  27-39 min on an idle 2-core machine (docs/measurements.md "FunReason miniature"): over the 20-min goal.
+# Runtime:  27-39 min on an idle 2-core machine (notes/lab_notebook.md "FunReason miniature"): over the 20-min goal.
 # Target:   AST accuracy on held-out APIs: after SFT > before (the base model has never seen these APIs or the
 #           format), after GRPO >= after SFT; outputs not cut at the token limit (truncation rate printed per stage).
 # Knobs are environment variables (below); e.g. SEED=1 SFT_STEPS=12 bash recipes/funreason/demo.sh.
@@ -117,7 +117,7 @@ stage 7 "evaluate AFTER plain SFT"
 evaluate 2_sft_plain "after plain SFT" "$PLAIN_MODEL"
 
 # bypass_mode: the rollout's log-probs are the old policy's (verl skips recomputing them); vLLM computes in fp32 here
-# as the actor does (docs/measurements.md "RAG-R1 demo"). No KL loss: no reference model to run.
+# as the actor does (notes/lab_notebook.md "RAG-R1 demo"). No KL loss: no reference model to run.
 stage 8 "GRPO from the SRML model: $GRPO_STEPS steps x $GRPO_BATCH_SIZE questions x $ROLLOUT_N samples (verl main_ppo, function_call loop, AST + format reward)"
 rm -rf "$OUT/ckpt/grpo"
 AGENTIC_VERL_DEVICE=cpu MODEL_PATH="$SRML_MODEL" TRAIN_FILE="$OUT/data/rl_train.parquet" \

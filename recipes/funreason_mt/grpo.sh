@@ -20,7 +20,7 @@
 #           .venv-bfcl, GPU memory budget; PREFLIGHT=0 skips it); the server is started only after it passes.
 # Runtime:  GPU not measured (estimate: ~1 day on 8 GPUs for 60 steps of 128 x 8 multi-turn trajectories).
 #           CPU smoke run: 11 min on 2 cores (tests/cpu/test_bfcl_mt_grpo.py: 2 steps of 2 tasks x 4 samples;
-#           docs/measurements.md).
+#           notes/lab_notebook.md).
 # Target:   BFCL v3 multi-turn: Qwen3-4B-Instruct-2507 15.75 -> FunReason-MT-4B 56.50 (model card; its SFT + RL).
 #           Evaluate the actor's HF folder: agentic-verl eval bfcl --categories multi_turn (README.md, step 5).
 # Settings: recipes/funreason_mt/grpo.yaml (over recipes/_common/grpo.yaml, agent_rl.yaml and verl's ppo_trainer),

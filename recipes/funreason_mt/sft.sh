@@ -23,7 +23,7 @@ RECIPES=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 if [[ "${AGENTIC_VERL_DEVICE:-gpu}" == cpu ]]; then
     : "${SFT_MAX_LENGTH:=8192}"   # a trajectory with BFCL's function docs; the CPU switch's 512 would refuse every row
     # one trajectory per micro-batch: four ~3k-token ones in one (the CPU switch's 4) were killed for memory on a
-    # 24 GB machine in the first step; one at a time holds ~6 GB (docs/measurements.md, multi-turn SFT on a CPU)
+    # 24 GB machine in the first step; one at a time holds ~6 GB (notes/lab_notebook.md, multi-turn SFT on a CPU)
     : "${MICRO_BATCH_SIZE:=1}"
 fi
 source "$RECIPES/_common/device.sh"

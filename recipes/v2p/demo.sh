@@ -20,7 +20,7 @@
 #
 # Hardware: 2 CPU cores, a few GB of RAM (GRPO: Ray + vLLM + the FSDP actor); no GPU, no network. Everything goes to
 #           $OUT (outputs/v2p_demo, gitignored) and /tmp. One demo at a time.
-# Runtime:  ~31 min on a 2-core machine (docs/measurements.md "V2P miniature"): over the 20-min goal.
+# Runtime:  ~31 min on a 2-core machine (notes/lab_notebook.md "V2P miniature"): over the 20-min goal.
 # Target:   held-out click accuracy after pointer SFT above before, above the centre-click and random-widget
 #           baselines; after GRPO >= after text-click SFT.
 # Knobs are environment variables (below). EVAL_SPLIT=dev evaluates on the dev screens (for choosing settings; the
@@ -140,7 +140,7 @@ stage 9 "evaluate after text-click SFT (greedy text click)"
 evaluate 3_click_sft "after text-click SFT" "$CLICK_MODEL"
 
 # bypass_mode: the rollout's log-probs are the old policy's (verl skips recomputing them); vLLM computes in fp32 here
-# as the actor does (docs/measurements.md "RAG-R1 demo"). No KL loss: no reference model to run.
+# as the actor does (notes/lab_notebook.md "RAG-R1 demo"). No KL loss: no reference model to run.
 stage 10 "GRPO from the text-click model: $GRPO_STEPS steps x $GRPO_BATCH_SIZE instructions x $ROLLOUT_N samples (verl main_ppo, gui_grounding loop, $REWARD_FN)"
 rm -rf "$OUT/ckpt/grpo" "$OUT/trajectories/grpo"
 AGENTIC_VERL_TRAJECTORY_DIR="$OUT/trajectories/grpo" \

@@ -10,7 +10,7 @@
 #           warm-up: batch 4, 2 steps: smoke)
 # Model:    MODEL_PATH, default the latest WARMUP_DIR/global_step_N/huggingface sft_warmup.sh saved.
 # Data:     the warm-up's (agentic-verl data gui ... --out data/v2p/train.parquet).
-# Runtime:  not measured on GPUs. CPU smoke (tests/cpu/test_v2p_sft.py): docs/measurements.md, "V2P SFT and GRPO
+# Runtime:  not measured on GPUs. CPU smoke (tests/cpu/test_v2p_sft.py): notes/lab_notebook.md, "V2P SFT and GRPO
 #           on CPU".
 # Engine:   verl's FSDP engine only: ENGINE=megatron is refused before anything starts (the pointer head needs
 #           hooks on FSDP's engine; docs/install.md, "Training engine")

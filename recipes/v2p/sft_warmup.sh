@@ -12,7 +12,7 @@
 #           mean embedding) and a fresh pointer head (python -m agentic_verl.v2p.model); MODEL_PATH=DIR skips that.
 # Data:     agentic-verl data gui --data data/GUI-Actor/uground.json --images data/GUI-Actor/images \
 #               --out data/v2p/train.parquet     (any layout `data gui` reads: box -> pointer label per sample)
-# Runtime:  not measured on GPUs. CPU smoke (tests/cpu/test_v2p_sft.py, 8 synthetic screenshots): docs/measurements.md,
+# Runtime:  not measured on GPUs. CPU smoke (tests/cpu/test_v2p_sft.py, 8 synthetic screenshots): notes/lab_notebook.md,
 #           "V2P SFT and GRPO on CPU".
 # Engine:   verl's FSDP engine only: ENGINE=megatron is refused before anything starts (the pointer head needs
 #           hooks on FSDP's engine; docs/install.md, "Training engine")

@@ -1,6 +1,6 @@
 """The learning test's GRPO update in plain PyTorch, to compare optimizer settings in a minute a run instead of eight.
 
-Not a test: run by hand (docs/measurements.md, "Learning test"), e.g.
+Not a test: run by hand (notes/lab_notebook.md, "Learning test"), e.g.
 
     .venv/bin/python tests/cpu/learning_sim.py --lr 5e-3 --eps 3e-3 --seeds 1 2 3
 

@@ -1,6 +1,6 @@
 """How well a RAG-R1 demo SFT model learned the one token that decides whether to search again.
 
-Not a test: run by hand (docs/measurements.md, "On the dev split"), e.g.
+Not a test: run by hand (notes/lab_notebook.md, "On the dev split"), e.g.
 
     .venv/bin/python tests/cpu/rag_r1_decision_prob.py OUT/ckpt/sft/global_step_24/huggingface OUT/data/sft/train.parquet
 

@@ -2,7 +2,7 @@
 anything runs, and the last two stop at the first failing command; recipes/_common/demo.sh (the environment, the
 stage clock, run_logged and the cleanup every demo uses) sets the run's environment, times stages, shows a failing
 command's log and exit code, and stops the background processes a demo started. The demos themselves run for ~20-30
-minutes each: docs/measurements.md, "RAG-R1 demo", "FunReason miniature" and "V2P miniature"."""
+minutes each: notes/lab_notebook.md, "RAG-R1 demo", "FunReason miniature" and "V2P miniature"."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ WINDOW = 4
 RUN = {"TRAIN_BATCH_SIZE": "32", "PPO_MINI_BATCH_SIZE": "32", "MICRO_BATCH_SIZE": "32", "ROLLOUT_N": "4",
        "MAX_PROMPT_LENGTH": "128", "MAX_RESPONSE_LENGTH": "8", "TOTAL_TRAINING_STEPS": str(STEPS)}
 # AGENTIC_VERL_LEARNING_TEST_LR=0 runs the control by hand: the same run without learning must fail the verdict
-# (docs/measurements.md, "Learning test").
+# (notes/lab_notebook.md, "Learning test").
 LEARNING_RATE = os.environ.get("AGENTIC_VERL_LEARNING_TEST_LR", "5e-3")
 # Adam divides each update by the root of the gradient's running square plus eps. With torch's 1e-8 the 49k output
 # rows of tokens the policy never writes, whose gradients are ~1e-6, moved as far as the ones that matter, and the
@@ -30,7 +30,7 @@ LEARNING_RATE = os.environ.get("AGENTIC_VERL_LEARNING_TEST_LR", "5e-3")
 # (0.90 -> 0.28 at the last step in CI): the pushes on the shared format tokens (`[`, `()]`, end of turn) of right and
 # wrong answers nearly cancel, and Adam scaled that small remainder up to a full step, so the policy dropped `[` or
 # the end token for a step. At 3e-3 such small gradients move little while the choice's do: in a plain-PyTorch copy of
-# this update (learning_sim.py; docs/measurements.md, "Learning test") no step of 9 seeds fell below 0.54 at lr 5e-3,
+# this update (learning_sim.py; notes/lab_notebook.md, "Learning test") no step of 9 seeds fell below 0.54 at lr 5e-3,
 # while 3 of 6 seeds at lr 3e-3 and eps 1e-4 had steps below 0.40.
 ADAM_EPS = "3e-3"
 KL_COEF = 0.1

@@ -19,7 +19,7 @@ tower's feature of the patch at the widget's centre (train screens -> held-out s
 On a machine without the Qwen tokenizer package (a GPU machine with only torch), build the untrained model here with
 `--save-init DIR` (plus the size flags), carry DIR, and run there with `--init DIR --device cuda --precompute`
 (--precompute builds each sample's tensors once; --max-seconds stops training after that long).
-Results: docs/measurements.md, "V2P miniature".
+Results: notes/lab_notebook.md, "V2P miniature".
 """
 
 from __future__ import annotations
