@@ -9,6 +9,7 @@
   `recipes/`, `reward_fns/` and `benchmarks/`, so a block runs as written from the root. A block titled
   `runnable: NAME` (any language) is not run but written to the file NAME in that folder, for the blocks after it
   (a module or a config the reader would save). Commands that need GPUs, a model hub or large data stay unmarked.
+- In docs/*.md and README.md, no line of a code block is wider than 88 characters and no heading longer than 60.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ RUNNABLE = re.compile(r'title="runnable(?::\s*(?P<file>[^"\s]+))?"')
 FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 LANGUAGES = {"bash": "bash", "sh": "bash", "shell": "bash", "python": "python", "py": "python"}
 BLOCK_TIMEOUT_S = 120
+CODE_WIDTH = 88  # the docs' limit, so that code fits Material's content column (~120-character lines overflowed it)
+HEADING_WIDTH = 60
+USER_PAGES = [*sorted(DOCS.glob("*.md")), ROOT / "README.md"]
 LINKED = ("configs", "scripts", "recipes", "reward_fns", "benchmarks")  # read-only from the blocks' point of view
 
 
@@ -40,8 +44,9 @@ class Block:
     code: str
 
 
-def runnable_blocks(text: str, page: str) -> list[Block]:
-    """The runnable blocks of a Markdown page, in order (fences of ``` or ~~~, any indent, closed by the same)."""
+def fenced_blocks(text: str, page: str) -> list[tuple[int, str, list[str]]]:
+    """(opening fence's 1-based line, info string, body lines without the fence's indent) for every fenced block
+    of a Markdown page (fences of ``` or ~~~, any indent, closed by the same)."""
     blocks, lines, i = [], text.splitlines(), 0
     while i < len(lines):
         opening = FENCE.match(lines[i])
@@ -55,15 +60,40 @@ def runnable_blocks(text: str, page: str) -> list[Block]:
             j += 1
         if j == len(lines):
             raise ValueError(f"{page}:{i + 1}: a code fence that never closes")
+        blocks.append((i + 1, info, body))
+        i = j + 1
+    return blocks
+
+
+def runnable_blocks(text: str, page: str) -> list[Block]:
+    """The runnable blocks of a Markdown page, in order."""
+    blocks = []
+    for line, info, body in fenced_blocks(text, page):
         marker = RUNNABLE.search(info)
         if marker:
             language = info.split()[0] if info.split() else ""
             if language not in LANGUAGES and not marker["file"]:  # a file to write may be YAML, JSON, ...
-                raise ValueError(f"{page}:{i + 1}: a runnable block must be bash or python, not {language!r}")
-            blocks.append(Block(page, i + 1, LANGUAGES.get(language, language), marker["file"],
-                                "\n".join(body) + "\n"))
-        i = j + 1
+                raise ValueError(f"{page}:{line}: a runnable block must be bash or python, not {language!r}")
+            blocks.append(Block(page, line, LANGUAGES.get(language, language), marker["file"], "\n".join(body) + "\n"))
     return blocks
+
+
+def long_code_lines(text: str, page: str) -> list[str]:
+    """`page:line: N chars` for each line of a fenced block wider than CODE_WIDTH (the fence's indent not counted)."""
+    return [f"{page}:{line + offset}: {len(code)} chars" for line, _, body in fenced_blocks(text, page)
+            for offset, code in enumerate(body, 1) if len(code) > CODE_WIDTH]
+
+
+def long_headings(text: str, page: str) -> list[str]:
+    """`page:line: N chars` for each heading (outside code blocks) longer than HEADING_WIDTH; its `#`s, the space
+    after them and a trailing `{#id}` not counted."""
+    in_code = {line + offset for line, _, body in fenced_blocks(text, page) for offset in range(len(body) + 2)}
+    long = []
+    for number, line in enumerate(text.splitlines(), 1):
+        heading = re.match(r"#{1,6}\s+(.*?)\s*(\{[^}]*\})?\s*$", line)
+        if heading and number not in in_code and len(heading[1]) > HEADING_WIDTH:
+            long.append(f"{page}:{number}: {len(heading[1])} chars")
+    return long
 
 
 def run_blocks(blocks: list[Block], workdir: Path) -> None:
@@ -99,6 +129,29 @@ def test_runnable_blocks_run_as_written(page, tmp_path):
 
 def test_some_pages_have_runnable_blocks():
     assert {"rewards.md", "retrieval.md", "extending.md"} <= set(PAGES)
+
+
+def test_no_code_line_is_wider_than_the_content_column():
+    offenders = [entry for page in USER_PAGES
+                 for entry in long_code_lines(page.read_text(), str(page.relative_to(ROOT)))]
+    assert not offenders, (f"{len(offenders)} code lines are wider than {CODE_WIDTH} characters (wrap bash with"
+                           " `\\`):\n" + "\n".join(offenders))
+
+
+def test_headings_are_short():
+    offenders = [entry for page in USER_PAGES
+                 for entry in long_headings(page.read_text(), str(page.relative_to(ROOT)))]
+    assert not offenders, f"{len(offenders)} headings are longer than {HEADING_WIDTH} characters:\n" + "\n".join(offenders)
+
+
+def test_the_width_checks_find_what_they_should():
+    wide = "x" * (CODE_WIDTH + 1)
+    page = (f"# {'h' * HEADING_WIDTH} {{#short}}\n{wide}\n"  # prose may be wide
+            f"```bash\n{'y' * CODE_WIDTH}\n{wide}\n```\n"
+            f"  ~~~python\n  {'z' * CODE_WIDTH}\n  # {'c' * HEADING_WIDTH}\n  ~~~\n"  # a comment is no heading
+            f"## {'h' * (HEADING_WIDTH + 1)}\n")
+    assert long_code_lines(page, "t.md") == [f"t.md:5: {CODE_WIDTH + 1} chars"]
+    assert long_headings(page, "t.md") == [f"t.md:11: {HEADING_WIDTH + 1} chars"]
 
 
 def test_the_site_builds_strict(tmp_path):
