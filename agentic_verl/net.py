@@ -3,6 +3,7 @@
 - `free_port()`: a free TCP port on loopback, for a server this process is about to start.
 - `wait_for_health(url, timeout_s, process=...)`: poll `GET url/health` until it answers 200; a started server that
   exits first or stays silent past the timeout is an error (the retrieval server, the benchmarks' servers).
+  `start_server_process` starts one and waits so (the retrieval and BFCL environment servers' process classes).
 - `check_model_or_endpoint(model, endpoint, model_name)`: an evaluation runs on exactly one of a local model folder
   (which must exist) or an endpoint (which needs the name it serves the model under).
 - `check_served_model(base, model, headers)`: `GET base/v1/models` answers and lists `model`, else `EndpointError`
@@ -117,6 +118,28 @@ def wait_for_health(url: str, timeout_s: float, *, process: subprocess.Popen | N
         if time.monotonic() >= deadline:
             raise TimeoutError(f"{name} not healthy on {url} after {timeout_s}s")
         time.sleep(interval_s)
+
+
+def start_server_process(command: list[str], url: str, *, name: str, timeout_s: float, env: dict[str, str],
+                         log_path: str | Path | None = None, stdout=None) -> subprocess.Popen:
+    """Start a server (`command`) and wait for its /health. Its output goes into `log_path` when given, else its
+    stdout to `stdout` (e.g. subprocess.DEVNULL; None: this process's) and its stderr to this process's.
+    RuntimeError naming the command when it exits first; on any other failure (a timeout, an interrupt) it is
+    stopped and the error raised."""
+    log = open(log_path, "wb") if log_path else None  # noqa: SIM115
+    try:
+        process = subprocess.Popen(command, stdout=log or stdout, stderr=subprocess.STDOUT if log else None, env=env)
+    finally:
+        if log is not None:
+            log.close()
+    try:
+        wait_for_health(url, timeout_s, process=process, name=name)
+    except RuntimeError as exc:  # it exited: say what was run
+        raise RuntimeError(f"{exc}: {' '.join(command)}") from None
+    except BaseException:
+        stop_server_process(process)
+        raise
+    return process
 
 
 def stop_server_process(process: subprocess.Popen | None, grace_s: float = 15.0) -> None:

@@ -4,11 +4,13 @@ session of simulator instances per trajectory, and bfcl-eval's own multi-turn ch
 
 - protocol: the wire format and its pure parts (validation, output formatting, call strings), standard library;
 - simulators, sessions, checker, server: the server side, imported only in `.venv-bfcl` (they import bfcl-eval);
-  simulators runs bfcl-eval's classes so that no run sees another's state (private copies of bfcl-eval's
-  module-level records, executor globals removed), for the server and the task generator
-  (`agentic_verl.data.bfcl_multi_turn`) alike;
-- venv (`.venv-bfcl`), process.BfclEnvProcess (start a server and wait for it), client.BfclEnvClient (async):
-  the main package's side.
+  simulators runs bfcl-eval's classes and executor so that no run sees another's state (private copies of
+  bfcl-eval's module-level records, executor globals removed), and checker gives bfcl-eval's verdict, for the
+  server and the task generator (`agentic_verl.data.bfcl_multi_turn`: `simulators.execute_steps`,
+  `checker.check_call_strings`) alike;
+- data: BFCL's multi-turn files in the installed bfcl-eval (function docs, the 800 questions), read in either venv;
+- venv (`.venv-bfcl`, the environment of a child there), process.BfclEnvProcess (start a server and wait for it),
+  client.BfclEnvClient (async): the main package's side.
 
 `BfclEnvClient`, `BfclEnvError` and `BfclEnvProcess` are importable from here; they load on first use, so that the
 server imports this package in `.venv-bfcl` without aiohttp. See docs/bfcl_env.md.

@@ -58,7 +58,7 @@ from agentic_verl.bfcl_env.protocol import (
     require,
     to_jsonable,
 )
-from agentic_verl.bfcl_env.simulators import SIMULATOR_LOCK, executor_model_name, private_records
+from agentic_verl.bfcl_env.simulators import SIMULATOR_LOCK, executor_model_name, method_owners, private_records
 
 # the module whose `execute_multi_turn_func_call` multi_turn_checker calls (the package exports a function that
 # shadows the submodule's name, hence import_module)
@@ -120,6 +120,21 @@ def checked_call_string(text: str, functions: set[str], where: str) -> str:
     if name not in functions:
         raise RequestError(422, f"{where}: {name!r} is not a function of the entry's classes")
     return render_parsed(name, args, kwargs)
+
+
+def check_call_strings(entry: dict, model_steps: list[list[list[str]]]) -> dict:
+    """The verdict {"valid", "error_type", "error_message"} of `check` on call strings [turn][step][call] against
+    the entry's `ground_truth` (the task generator's gold); RequestError(422) for a string that is not one literal
+    call of a method of the entry's classes."""
+    functions = set(method_owners(entry["involved_classes"]))
+    model = [[[checked_call_string(call, functions, f"model_steps[{t}][{s}][{i}]") for i, call in enumerate(step)]
+              for s, step in enumerate(turn)] for t, turn in enumerate(model_steps)]
+    gt = [[checked_call_string(call, functions, f"ground_truth[{t}][{i}]") for i, call in enumerate(turn)]
+          for t, turn in enumerate(entry["ground_truth"])]
+    checked = {"id": entry["id"], "initial_config": entry["initial_config"],
+               "involved_classes": entry["involved_classes"]}
+    verdict = check(checked, model, gt)
+    return {key: verdict[key] for key in ("valid", "error_type", "error_message")}
 
 
 def check(entry: dict, model_strings: list, gt_strings: list) -> dict:

@@ -4,8 +4,7 @@
         client = BfclEnvClient(server.url)
 
 The server imports only the standard library, bfcl-eval and this package's standard-library modules, so the
-venv gets just this package on its path: a temporary folder holding a link to it (`PYTHONPATH` pointing at the
-main venv's site-packages would put its numpy, pydantic, ... ahead of the venv's own).
+venv gets just this package on its path (`venv.package_only_path`).
 """
 
 from __future__ import annotations
@@ -17,10 +16,8 @@ import tempfile
 from pathlib import Path
 
 from agentic_verl.bfcl_env.protocol import SERVER_NAME
-from agentic_verl.bfcl_env.venv import require_python
-from agentic_verl.net import free_port, stop_server_process, wait_for_health
-
-PACKAGE_DIR = Path(__file__).resolve().parents[1]  # agentic_verl/
+from agentic_verl.bfcl_env.venv import package_only_path, require_python
+from agentic_verl.net import free_port, start_server_process, stop_server_process
 
 
 class BfclEnvProcess:
@@ -46,23 +43,12 @@ class BfclEnvProcess:
 
     def start(self) -> BfclEnvProcess:
         self._path_dir = tempfile.mkdtemp(prefix="agentic_verl_bfcl_env_")
-        os.symlink(PACKAGE_DIR, Path(self._path_dir) / "agentic_verl")
-        env = {**os.environ, **self._env, "PYTHONPATH": self._path_dir, "PYTHONUNBUFFERED": "1",
-               "BFCL_PROJECT_ROOT": self._path_dir}  # bfcl-eval writes result/score folders there if it ever does
-        log = open(self._log_path, "wb") if self._log_path else None  # noqa: SIM115
+        env = {**os.environ, **self._env, **package_only_path(self._path_dir), "PYTHONUNBUFFERED": "1"}
         try:
-            self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT if log else None,
-                                            env=env)
-        finally:
-            if log is not None:
-                log.close()
-        try:
-            wait_for_health(self.url, self._timeout, process=self.process, name=SERVER_NAME)
-        except RuntimeError as exc:  # it exited: say what was run
+            self.process = start_server_process(self.command, self.url, name=SERVER_NAME, timeout_s=self._timeout,
+                                                env=env, log_path=self._log_path)
+        except BaseException:  # it did not come up (and was stopped): its path folder goes too
             self._cleanup()
-            raise RuntimeError(f"{exc}: {' '.join(self.command)}") from None
-        except BaseException:
-            self.stop()
             raise
         return self
 

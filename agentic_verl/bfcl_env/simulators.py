@@ -15,6 +15,8 @@ Two kinds of state outlive a run in bfcl-eval:
 - the executor's instances, which bfcl-eval keeps in module globals named after a model name and the entry id:
   `executor_model_name(tag)` gives a run a model name of its own and removes those globals afterwards.
 
+`execute_steps` runs call strings through bfcl-eval's executor with both in place (the generator's gold calls).
+
 All simulator code runs under `SIMULATOR_LOCK` (re-entrant): the records are swapped module-wide, and the GIL runs
 one thread at a time anyway.
 """
@@ -136,6 +138,19 @@ def new_instances(classes: dict[str, type], initial_config: dict, involved_class
                 instance._load_scenario(copy.deepcopy(initial_config.get(name, {})), long_context=long_context)
             instances[name] = instance
     return instances
+
+
+def execute_steps(entry: dict, steps: list[list[list[str]]], long_context: bool) -> list[list[list[str]]]:
+    """outputs[turn][step][call] of running `steps` (call strings) through bfcl-eval's executor on a fresh copy of
+    the entry's state, one executor call per step, as BFCL's inference does. The executor evaluates the strings:
+    give it only `protocol.render_call` output (a method name and literal arguments)."""
+    outputs = []
+    with private_records(entry["involved_classes"]), executor_model_name("generate") as model_name:
+        for turn in steps:
+            outputs.append([multi_turn_utils.execute_multi_turn_func_call(
+                step, entry["initial_config"], entry["involved_classes"], model_name, entry["id"],
+                long_context=long_context)[0] for step in turn])
+    return outputs
 
 
 @contextmanager

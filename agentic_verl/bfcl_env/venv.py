@@ -5,7 +5,8 @@ venv. `ensure_venv()` creates `.venv-bfcl` (repo root, git-ignored; `BFCL_OFFICI
 just what our uses import: bfcl-eval itself (--no-deps); tree-sitter and its Java/JavaScript grammars (BFCL parses
 Java/JavaScript outputs with them), tenacity and filelock (the decoder and the AST checker); mpmath (the multi-turn
 `MathAPI` simulator). `make bfcl-venv` runs it. A venv made for another package list (an older checkout's) gets the
-missing ones installed: the list is kept in the venv's `agentic_verl_packages.txt`.
+missing ones installed: the list is kept in the venv's `agentic_verl_packages.txt`. `package_only_path(folder)` is the
+environment of a child process in the venv (the environment server, the task generator) that sees only this package.
 
 Standard library only.
 """
@@ -21,6 +22,7 @@ PACKAGES = ["bfcl-eval==2026.3.23", "tree_sitter==0.21.3", "tree-sitter-java==0.
             "tree-sitter-javascript==0.21.4", "tenacity>=8.5", "filelock==3.20.0", "mpmath==1.3.0"]  # fmt: skip
 _STAMP = "agentic_verl_packages.txt"
 MAKE_TARGET = "make bfcl-venv"
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # agentic_verl/
 
 
 def venv_dir() -> Path:
@@ -45,6 +47,14 @@ def require_python() -> Path:
         raise FileNotFoundError(f"no bfcl-eval venv at {venv_dir()} (its python {python} is missing); create it "
                                 f"with `{MAKE_TARGET}` (needs PyPI once), or name another with {VENV_ENV}")
     return python
+
+
+def package_only_path(folder: str | Path) -> dict[str, str]:
+    """The environment variables that give a child in the venv only this package: `folder` (a temporary folder)
+    gets a link to it and is the child's whole PYTHONPATH (the main venv's site-packages would put its numpy,
+    pydantic, ... ahead of the venv's own), and bfcl-eval writes its result/score folders there if it ever does."""
+    os.symlink(PACKAGE_DIR, Path(folder) / "agentic_verl")
+    return {"PYTHONPATH": str(folder), "BFCL_PROJECT_ROOT": str(folder)}
 
 
 def ensure_venv(quiet: bool = True) -> Path:

@@ -10,20 +10,20 @@ import json
 
 from agentic_verl.data.bfcl_multi_turn.core import CLASSES, KINDS  # standard library only: cheap at CLI start
 
+# argparse's help formatter folds the line breaks of this text into spaces
+DESCRIPTION = """Builds tasks on bfcl-eval's own API simulators (in .venv-bfcl, `make bfcl-venv`): random initial
+states, sampled chains of valid calls, user turns from templates, gold calls executed and judged valid by bfcl-eval's
+multi-turn checker. Writes OUT/bfcl/ (bfcl-eval's data layout), OUT/trajectories.jsonl, OUT/rl.parquet (the
+bfcl_multi_turn loop and reward), OUT/sft.parquet (the gold trajectories in the loop's token layout; needs
+--tokenizer) and OUT/stats.json. A task that shares a user turn (equal, or a near copy: word 3-gram Jaccard >= 0.35),
+a class state or its whole call sequence with one of BFCL's 800 multi-turn questions is dropped (counted by kind).
+The same seed, count and kinds give byte-identical files."""
+
 
 def register_subcommands(sub) -> None:
-    p = sub.add_parser(
-        "bfcl-multi-turn",
-        help="generated BFCL multi-turn tasks (never BFCL's own questions) -> BFCL files, RL and SFT parquet",
-        description="Builds tasks on bfcl-eval's own API simulators (in .venv-bfcl, `make bfcl-venv`): random "
-        "initial states, sampled chains of valid calls, user turns from templates, gold calls executed and judged "
-        "valid by bfcl-eval's multi-turn checker. Writes OUT/bfcl/ (bfcl-eval's data layout), "
-        "OUT/trajectories.jsonl, OUT/rl.parquet (the bfcl_multi_turn loop and reward), OUT/sft.parquet (the gold "
-        "trajectories in the loop's token layout; needs --tokenizer) and OUT/stats.json. A task that shares a user "
-        "turn (equal, or a near copy: word 3-gram Jaccard >= 0.35), a class state or its whole call sequence with "
-        "one of BFCL's 800 multi-turn questions is dropped (counted by kind). The same seed, count and kinds give "
-        "byte-identical files.",
-    )
+    p = sub.add_parser("bfcl-multi-turn", description=DESCRIPTION,
+                       help="generated BFCL multi-turn tasks (never BFCL's own questions) -> BFCL files, RL and SFT "
+                            "parquet")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--seed", type=int, required=True, help="generation seed (>= 0)")
     p.add_argument("--count", type=int, required=True, help="number of tasks (>= 1)")

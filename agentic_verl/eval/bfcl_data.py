@@ -34,6 +34,7 @@ import re
 from importlib import resources
 from pathlib import Path
 
+from agentic_verl.bfcl_env.data import function_docs
 from agentic_verl.rewards.bfcl import AST_CATEGORIES, RELEVANCE_CATEGORIES, language_of
 
 CATEGORIES = AST_CATEGORIES + RELEVANCE_CATEGORIES
@@ -128,11 +129,8 @@ _CLASS_DOCS: dict[str, list[dict]] = {}  # a class's function docs, read once pe
 
 
 def _class_docs(class_name: str) -> list[dict]:
-    from bfcl_eval.constants.executable_backend_config import MULTI_TURN_FUNC_DOC_FILE_MAPPING  # a plain dict module
-
     if class_name not in _CLASS_DOCS:
-        folder = _data_dir() / "multi_turn_func_doc"
-        _CLASS_DOCS[class_name] = _read_jsonl(folder / MULTI_TURN_FUNC_DOC_FILE_MAPPING[class_name])
+        _CLASS_DOCS[class_name] = function_docs([class_name])
     return copy.deepcopy(_CLASS_DOCS[class_name])
 
 

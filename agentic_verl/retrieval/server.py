@@ -15,7 +15,8 @@ Bad input (malformed JSON, invalid UTF-8, wrong types, limits) gets a 4xx `{"err
 that says what is wrong; an exception in a backend gets a 500 with the reason, and the server stays up.
 
 `ServerProcess` starts `agentic-verl serve retrieval` in a subprocess on a free loopback port and waits for
-/health (used by tests, evaluations and notebooks).
+/health (used by tests, evaluations and notebooks); `ThreadedServer` serves an app in a thread of this process
+(tests and benchmarks).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -33,7 +35,7 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr, ValidationError
 
-from agentic_verl.net import free_port, stop_server_process, wait_for_health
+from agentic_verl.net import free_port, start_server_process, stop_server_process
 from agentic_verl.retrieval.auth import TOKEN_ENV, bearer_matches, check_bind
 from agentic_verl.retrieval.service import RequestError, RetrievalService
 
@@ -215,6 +217,41 @@ def serve(service: RetrievalService, host: str = "127.0.0.1", port: int = 8000, 
         service.close()
 
 
+class ThreadedServer:
+    """An ASGI app (`create_app(...)`, or a stand-in) served by uvicorn in a daemon thread of this process on
+    127.0.0.1:<free port>, for tests and benchmarks that need no subprocess; a context manager, or start()/stop().
+    `options` go to uvicorn.Config (default log_level "warning", no access log)."""
+
+    def __init__(self, app, **options):
+        import uvicorn
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, **{"log_level": "warning", "access_log": False,
+                                                                          **options})
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def start(self) -> ThreadedServer:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError(f"uvicorn did not start serving on {self.url}")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+    def __enter__(self) -> ThreadedServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
 class ServerProcess:
     """`agentic-verl serve retrieval ARGS` in a subprocess on 127.0.0.1:<free port>; a context manager.
 
@@ -234,18 +271,8 @@ class ServerProcess:
     def start(self) -> ServerProcess:
         command = [sys.executable, "-m", "agentic_verl.cli", "serve", "retrieval", *self._args,
                    "--host", self.host, "--port", str(self.port)]
-        log = open(self._log_path, "wb") if self._log_path else subprocess.DEVNULL  # noqa: SIM115
-        self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT if self._log_path else None,
-                                        env=self._env)
-        if self._log_path:
-            log.close()
-        try:
-            wait_for_health(self.url, self._timeout, process=self.process, name="retrieval server")
-        except RuntimeError as exc:  # it exited: say what was run
-            raise RuntimeError(f"{exc}: {' '.join(command)}") from None
-        except TimeoutError:
-            self.stop()
-            raise
+        self.process = start_server_process(command, self.url, name="retrieval server", timeout_s=self._timeout,
+                                            env=self._env, log_path=self._log_path, stdout=subprocess.DEVNULL)
         return self
 
     def stop(self) -> None:

@@ -11,38 +11,19 @@ import json
 import os
 import subprocess
 import tempfile
-from importlib import resources
 from pathlib import Path
 
+from agentic_verl.bfcl_env.data import MULTI_TURN_CATEGORIES, multi_turn_entries, parameter_order
 from agentic_verl.bfcl_env.protocol import keyword_call, render_call
 from agentic_verl.bfcl_env.venv import ensure_venv
 
-CATEGORIES = ("base", "miss_func", "miss_param", "long_context")
+CATEGORIES = MULTI_TURN_CATEGORIES
 RUNNER = Path(__file__).resolve().parent / "_bfcl_official_mt_runner.py"
-
-
-def _data():
-    return resources.files("bfcl_eval") / "data"
-
-
-def _jsonl(path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def load_entries(category: str, limit: int | None = None) -> list[dict]:
     """BFCL's multi_turn_<category> questions with their `ground_truth` (call strings per turn)."""
-    name = f"BFCL_v4_multi_turn_{category}.json"
-    answers = {e["id"]: e["ground_truth"] for e in _jsonl(_data() / "possible_answer" / name)}
-    return [{**entry, "ground_truth": answers[entry["id"]]} for entry in _jsonl(_data() / name)[:limit]]
-
-
-def parameter_order() -> dict[str, list[str]]:
-    """{function: parameter names in doc order} over the multi-turn function docs."""
-    order = {}
-    for doc in (_data() / "multi_turn_func_doc").iterdir():
-        for function in _jsonl(doc):
-            order[function["name"]] = list(function["parameters"]["properties"])
-    return order
+    return multi_turn_entries([category], limit)
 
 
 ORDER = parameter_order()

@@ -27,6 +27,7 @@ from agentic_verl.rewards.bfcl.multi_turn_entry import parse_entry
 from agentic_verl.rewards.bfcl.render import render_calls
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "scripts"))  # bfcl_mt_lengths
 sys.path.insert(0, str(REPO / "scripts" / "agreement"))
 from _bfcl_mt_cases import official_checks  # noqa: E402  (bfcl-eval's checker run directly, in .venv-bfcl)
 

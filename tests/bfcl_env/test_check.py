@@ -112,3 +112,44 @@ async def test_nothing_in_a_check_request_is_run_as_code(bfcl_env, tmp_path):
         assert status == 422 and words in answer["error"], answer
     assert not marker.exists()
     await client.aclose()
+
+
+CHECK_CALL_STRINGS = """
+import json, sys
+from agentic_verl.bfcl_env.checker import check_call_strings
+from agentic_verl.bfcl_env.protocol import RequestError
+entry, steps, bad = json.loads(sys.stdin.read())
+refused = []
+for text in bad:
+    try:
+        check_call_strings(entry, [[[text]]] + [[] for _ in entry["ground_truth"][1:]])
+    except RequestError as exc:
+        refused.append(str(exc))
+print(json.dumps({"verdict": check_call_strings(entry, steps), "refused": refused}))
+"""
+
+
+def test_check_call_strings_judges_the_generators_call_strings_and_refuses_non_literal_ones(tmp_path):
+    """The task generator's way in (call strings, in `.venv-bfcl`): gold passes, an emptied turn fails, and a
+    string that is not one literal call of the entry's methods never reaches bfcl-eval's eval."""
+    import json
+    import os
+    import subprocess
+
+    from agentic_verl.bfcl_env.venv import package_only_path, venv_python
+
+    entry = load_entries("base", 1)[0]
+    marker = tmp_path / "pwned"
+    bad = ["__import__('os').getcwd()", "print(1)", f"ls(a=open({str(marker)!r}, 'w'))"]
+    runs = []
+    for steps in ([[turn] for turn in entry["ground_truth"]], [[turn] for turn in entry["ground_truth"][:-1]] + [[]]):
+        folder = tmp_path / f"path{len(runs)}"
+        folder.mkdir()
+        proc = subprocess.run([str(venv_python()), "-c", CHECK_CALL_STRINGS], input=json.dumps([entry, steps, bad]),
+                              env={**os.environ, **package_only_path(folder)}, capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        runs.append(json.loads(proc.stdout.splitlines()[-1]))
+    assert runs[0]["verdict"] == {"valid": True, "error_type": None, "error_message": None}
+    assert runs[1]["verdict"]["error_type"] == "multi_turn:empty_turn_model_response"
+    assert len(runs[0]["refused"]) == len(bad) and not marker.exists()

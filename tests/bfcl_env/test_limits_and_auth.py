@@ -11,9 +11,9 @@ import pytest
 from _bfcl_env_testlib import load_entries, post, raw, requires_venv
 
 from agentic_verl.bfcl_env.client import BfclEnvClient, BfclEnvError
-from agentic_verl.bfcl_env.process import PACKAGE_DIR, BfclEnvProcess
+from agentic_verl.bfcl_env.process import BfclEnvProcess
 from agentic_verl.bfcl_env.protocol import TOKEN_ENV
-from agentic_verl.bfcl_env.venv import venv_python
+from agentic_verl.bfcl_env.venv import PACKAGE_DIR, venv_python
 from agentic_verl.cli import main
 
 pytestmark = requires_venv

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from agentic_verl.data.bfcl_multi_turn import vocab
-from agentic_verl.data.bfcl_multi_turn.core import Action, Call, Context, Missing, quoted
+from agentic_verl.data.bfcl_multi_turn.core import Action, Call, Context, Missing, choose, quoted
 
 CLASS = "GorillaFileSystem"
 
@@ -21,6 +21,17 @@ def _here(ctx: Context):
 
 def _visible(names: list[str]) -> list[str]:
     return [name for name in names if not name.startswith(".")]
+
+
+def _any_file(ctx: Context) -> str | None:
+    """A visible file of the current folder at random; None (drawing nothing) when there is none."""
+    return choose(ctx, _visible(_here(ctx)[1]))
+
+
+def _file_and_folder(ctx: Context) -> tuple[str, str] | None:
+    """(a visible file, a folder here without a file of that name) at random; None when there is no such pair."""
+    folder, files, folders = _here(ctx)
+    return choose(ctx, [(f, d) for f in _visible(files) for d in folders if f not in folder.contents[d].contents])
 
 
 def cd_into(ctx: Context) -> Action | None:
@@ -54,16 +65,14 @@ def pwd(ctx: Context) -> Action | None:
 
 
 def mkdir(ctx: Context) -> Action | None:
-    folder, _, _ = _here(ctx)
-    name = vocab.folder_name(ctx.rng, folder.contents)
+    name = vocab.folder_name(ctx.rng, _here(ctx)[0].contents)
     return Action(f"create a new folder called {quoted(name)}", [Call("mkdir", {"dir_name": name})],
                   Missing("create a new folder here", "What should the new folder be called?",
                           f"Call the folder {quoted(name)}."))
 
 
 def touch(ctx: Context) -> Action | None:
-    folder, _, _ = _here(ctx)
-    name = vocab.file_name(ctx.rng, folder.contents)
+    name = vocab.file_name(ctx.rng, _here(ctx)[0].contents)
     return Action(f"create an empty file named {quoted(name)}", [Call("touch", {"file_name": name})],
                   Missing("create a new empty file in this folder", "What name should the new file have?",
                           f"Name it {quoted(name)}."))
@@ -77,11 +86,9 @@ def touch_and_write(ctx: Context) -> Action | None:
 
 
 def echo(ctx: Context) -> Action | None:
-    _, files, _ = _here(ctx)
-    files = _visible(files)
-    if not files:
+    if (name := _any_file(ctx)) is None:
         return None
-    name, text = ctx.rng.choice(files), vocab.sentence(ctx.rng)
+    text = vocab.sentence(ctx.rng)
     return Action(f"overwrite {quoted(name)} with the text {quoted(text)}",
                   [Call("echo", {"content": text, "file_name": name})],
                   Missing(f"overwrite one of the files here with the text {quoted(text)}",
@@ -89,10 +96,8 @@ def echo(ctx: Context) -> Action | None:
 
 
 def cat(ctx: Context) -> Action | None:
-    _, files, _ = _here(ctx)
-    if not _visible(files):
+    if (name := _any_file(ctx)) is None:
         return None
-    name = ctx.rng.choice(_visible(files))
     return Action(ctx.rng.choice(["show me what {} says", "display the contents of {}"]).format(quoted(name)),
                   [Call("cat", {"file_name": name})],
                   Missing("display the contents of a file in this folder", "Which file would you like to see?",
@@ -116,10 +121,8 @@ def grep(ctx: Context) -> Action | None:
 
 
 def wc(ctx: Context) -> Action | None:
-    _, files, _ = _here(ctx)
-    if not _visible(files):
+    if (name := _any_file(ctx)) is None:
         return None
-    name = ctx.rng.choice(_visible(files))
     mode, words = ctx.rng.choice([("l", "lines"), ("w", "words"), ("c", "characters")])
     return Action(f"count the {words} in {quoted(name)}", [Call("wc", {"file_name": name, "mode": mode})],
                   Missing(f"count the {words} in one of my files", "Which file should I count in?",
@@ -127,18 +130,15 @@ def wc(ctx: Context) -> Action | None:
 
 
 def sort(ctx: Context) -> Action | None:
-    _, files, _ = _here(ctx)
-    if not _visible(files):
-        return None
-    name = ctx.rng.choice(_visible(files))
-    return Action(f"sort the lines of {quoted(name)} alphabetically", [Call("sort", {"file_name": name})])
+    name = _any_file(ctx)
+    return None if name is None else Action(f"sort the lines of {quoted(name)} alphabetically",
+                                            [Call("sort", {"file_name": name})])
 
 
 def tail(ctx: Context) -> Action | None:
-    _, files, _ = _here(ctx)
-    if not _visible(files):
+    if (name := _any_file(ctx)) is None:
         return None
-    name, lines = ctx.rng.choice(_visible(files)), ctx.rng.randint(1, 5)
+    lines = ctx.rng.randint(1, 5)
     return Action(f"show the last {lines} line{'s' if lines > 1 else ''} of {quoted(name)}",
                   [Call("tail", {"file_name": name, "lines": lines})])
 
@@ -154,21 +154,17 @@ def diff(ctx: Context) -> Action | None:
 
 
 def rename(ctx: Context) -> Action | None:
-    folder, files, _ = _here(ctx)
-    if not _visible(files):
+    if (name := _any_file(ctx)) is None:
         return None
-    name = ctx.rng.choice(_visible(files))
-    new = vocab.file_name(ctx.rng, folder.contents)
+    new = vocab.file_name(ctx.rng, _here(ctx)[0].contents)
     return Action(f"rename {quoted(name)} to {quoted(new)}", [Call("mv", {"source": name, "destination": new})],
                   Missing(f"rename {quoted(name)}", "What should the new name be?", f"Rename it to {quoted(new)}."))
 
 
 def move_into(ctx: Context) -> Action | None:
-    folder, files, folders = _here(ctx)
-    pairs = [(f, d) for f in _visible(files) for d in folders if f not in folder.contents[d].contents]
-    if not pairs:
+    if (pair := _file_and_folder(ctx)) is None:
         return None
-    name, target = ctx.rng.choice(pairs)
+    name, target = pair
     return Action(f"move {quoted(name)} into the {quoted(target)} folder",
                   [Call("mv", {"source": name, "destination": target})],
                   Missing(f"move {quoted(name)} into one of the folders here", "Which folder should it go into?",
@@ -176,21 +172,14 @@ def move_into(ctx: Context) -> Action | None:
 
 
 def copy_into(ctx: Context) -> Action | None:
-    folder, files, folders = _here(ctx)
-    pairs = [(f, d) for f in _visible(files) for d in folders if f not in folder.contents[d].contents]
-    if not pairs:
-        return None
-    name, target = ctx.rng.choice(pairs)
-    return Action(f"put a copy of {quoted(name)} in the {quoted(target)} folder",
-                  [Call("cp", {"source": name, "destination": target})])
+    pair = _file_and_folder(ctx)
+    return None if pair is None else Action(f"put a copy of {quoted(pair[0])} in the {quoted(pair[1])} folder",
+                                            [Call("cp", {"source": pair[0], "destination": pair[1]})])
 
 
 def remove(ctx: Context) -> Action | None:
-    _, files, _ = _here(ctx)
-    if not _visible(files):
-        return None
-    name = ctx.rng.choice(_visible(files))
-    return Action(f"delete the file {quoted(name)}", [Call("rm", {"file_name": name})])
+    name = _any_file(ctx)
+    return None if name is None else Action(f"delete the file {quoted(name)}", [Call("rm", {"file_name": name})])
 
 
 def remove_empty_folder(ctx: Context) -> Action | None:

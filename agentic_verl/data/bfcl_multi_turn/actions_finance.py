@@ -6,15 +6,22 @@ from __future__ import annotations
 
 import copy
 
-from agentic_verl.data.bfcl_multi_turn import vocab
+from agentic_verl.data.bfcl_multi_turn import core, vocab
 from agentic_verl.data.bfcl_multi_turn.core import Action, Call, Context, Missing, asks, join_words, money, quoted
 from agentic_verl.data.bfcl_multi_turn.states import COMPANY_SYMBOLS
 
 TRADING, TRAVEL = "TradingBot", "TravelAPI"
 NAME_OF_SYMBOL = {symbol: name for name, symbol in COMPANY_SYMBOLS.items()}
+# what later requests refer to: the ids the calls gave
+_remember_order = core.remember_id("orders_placed", "order_id")
+_remember_booking = core.remember_id("bookings_made", "booking_id")
 
 
 # -- TradingBot -------------------------------------------------------------------------------------
+def _trading_logged_in(ctx: Context) -> bool:
+    return ctx.instances[TRADING].authenticated
+
+
 def trading_login(ctx: Context) -> Action | None:
     if ctx.instances[TRADING].authenticated:
         return None
@@ -43,10 +50,6 @@ def stock_info(ctx: Context) -> Action | None:
     return Action(f"get the latest stock information for {symbol}", [Call("get_stock_info", {"symbol": symbol})],
                   Missing("get the latest information on one of the stocks", "Which stock do you mean?",
                           f"I mean {symbol}."))
-
-
-def _remember_order(ctx: Context, results: list) -> None:
-    ctx.fact_list("orders_placed").append(results[-1]["order_id"])
 
 
 def place_order(ctx: Context) -> Action | None:
@@ -98,10 +101,7 @@ def order_details(ctx: Context) -> Action | None:
                   [Call("get_order_details", {"order_id": ref[0]}, new_step=ref[2])])
 
 
-def account_info(ctx: Context) -> Action | None:
-    if not ctx.instances[TRADING].authenticated:
-        return None
-    return Action("show my trading account information", [Call("get_account_info", {})])
+account_info = asks("show my trading account information", "get_account_info", when=_trading_logged_in)
 
 
 def fund(ctx: Context) -> Action | None:
@@ -132,23 +132,15 @@ def watch(ctx: Context) -> Action | None:
 
 
 def unwatch(ctx: Context) -> Action | None:
-    bot = ctx.instances[TRADING]
-    if not bot.authenticated or not bot.watch_list:
+    if (symbol := core.choose(ctx, ctx.instances[TRADING].watch_list, when=_trading_logged_in)) is None:
         return None
-    symbol = ctx.rng.choice(bot.watch_list)
     return Action(f"remove {symbol} from my watchlist", [Call("remove_stock_from_watchlist", {"symbol": symbol})])
 
 
-def watchlist(ctx: Context) -> Action | None:
-    if not ctx.instances[TRADING].authenticated:
-        return None
-    return Action("show me my watchlist", [Call("get_watchlist", {})])
+watchlist = asks("show me my watchlist", "get_watchlist", when=_trading_logged_in)
 
 
-def order_history(ctx: Context) -> Action | None:
-    if not ctx.instances[TRADING].authenticated:
-        return None
-    return Action("list the IDs of all my orders", [Call("get_order_history", {})])
+order_history = asks("list the IDs of all my orders", "get_order_history", when=_trading_logged_in)
 
 
 def sector(ctx: Context) -> Action | None:
@@ -173,16 +165,10 @@ def price_alert(ctx: Context) -> Action | None:
                   [Call("notify_price_change", {"stocks": symbols, "threshold": threshold})])
 
 
-def transactions(ctx: Context) -> Action | None:
-    if not ctx.instances[TRADING].authenticated:
-        return None
-    return Action("show me my transaction history", [Call("get_transaction_history", {})])
+transactions = asks("show me my transaction history", "get_transaction_history", when=_trading_logged_in)
 
 
-def trading_logout(ctx: Context) -> Action | None:
-    if not ctx.instances[TRADING].authenticated:
-        return None
-    return Action("log me out of the trading platform", [Call("trading_logout", {})])
+trading_logout = asks("log me out of the trading platform", "trading_logout", when=_trading_logged_in)
 
 
 # -- TravelAPI --------------------------------------------------------------------------------------
@@ -280,10 +266,6 @@ def nearest_airport(ctx: Context) -> Action | None:
     return Action(f"find the airport nearest to {city}", [Call("get_nearest_airport_by_city", {"location": city})])
 
 
-def _remember_booking(ctx: Context, results: list) -> None:
-    ctx.fact_list("bookings_made").append(results[-1]["booking_id"])
-
-
 def book_flight(ctx: Context) -> Action | None:
     token, token_words, waits = _token(ctx)
     if token is None or not _cards(ctx):
@@ -308,24 +290,23 @@ def _booking_reference(ctx: Context) -> tuple[str, str, bool] | None:
     return None
 
 
-def cancel_booking(ctx: Context) -> Action | None:
+def _on_booking(ctx: Context, say: str, name: str) -> Action | None:
+    """`name(access_token, booking_id)` on the flight booked earlier in the conversation; `say` with "{}" for it."""
     token, token_words, waits = _token(ctx)
     ref = _booking_reference(ctx)
     if token is None or ref is None:
         return None
-    return Action(f"cancel {ref[1]}{token_words}",
-                  [Call("cancel_booking", {"access_token": token, "booking_id": ref[0]}, new_step=ref[2] or waits)],
+    return Action(say.format(ref[1]) + token_words,
+                  [Call(name, {"access_token": token, "booking_id": ref[0]}, new_step=ref[2] or waits)],
                   remember=_token_known)
+
+
+def cancel_booking(ctx: Context) -> Action | None:
+    return _on_booking(ctx, "cancel {}", "cancel_booking")
 
 
 def invoice(ctx: Context) -> Action | None:
-    token, token_words, waits = _token(ctx)
-    ref = _booking_reference(ctx)
-    if token is None or ref is None:
-        return None
-    return Action(f"get me the invoice of {ref[1]}{token_words}",
-                  [Call("retrieve_invoice", {"access_token": token, "booking_id": ref[0]}, new_step=ref[2] or waits)],
-                  remember=_token_known)
+    return _on_booking(ctx, "get me the invoice of {}", "retrieve_invoice")
 
 
 def insurance(ctx: Context) -> Action | None:
@@ -417,8 +398,7 @@ def verify_traveler(ctx: Context) -> Action | None:
                                                         "passport_number": passport})])
 
 
-def all_cards(ctx: Context) -> Action | None:
-    return Action("list all the credit cards registered in the travel system", [Call("get_all_credit_cards", {})])
+all_cards = asks("list all the credit cards registered in the travel system", "get_all_credit_cards")
 
 
 TRADING_SAMPLERS = [(3, trading_login), (0.6, symbol_by_name), (1, stock_info), (3, place_order), (1, cancel_order),

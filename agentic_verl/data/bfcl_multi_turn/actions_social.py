@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import re
 
-from agentic_verl.data.bfcl_multi_turn import vocab
+from agentic_verl.data.bfcl_multi_turn import core, vocab
 from agentic_verl.data.bfcl_multi_turn.core import Action, Call, Context, Missing, asks, join_words, quoted
 
 MESSAGE, TWITTER, TICKET = "MessageAPI", "TwitterAPI", "TicketAPI"
+# what later requests refer to: the ids the calls gave
+_remember_tweet = core.remember_id("tweets_posted", "id")
+_remember_ticket = core.remember_id("tickets_created", "id")
 
 
 def _keyword(ctx: Context, texts: list[str]) -> str | None:
@@ -18,6 +21,18 @@ def _keyword(ctx: Context, texts: list[str]) -> str | None:
 
 
 # -- MessageAPI -------------------------------------------------------------------------------------
+def _message_logged_in(ctx: Context) -> bool:
+    return bool(ctx.instances[MESSAGE].current_user)
+
+
+def _twitter_logged_in(ctx: Context) -> bool:
+    return ctx.instances[TWITTER].authenticated
+
+
+def _ticket_logged_in(ctx: Context) -> bool:
+    return bool(ctx.instances[TICKET].current_user)
+
+
 def _messages(ctx: Context):
     api = ctx.instances[MESSAGE]
     return api, {user_id: name for name, user_id in api.user_map.items()}
@@ -51,11 +66,7 @@ def send_message(ctx: Context) -> Action | None:
                           f"Tell them {quoted(text)}."))
 
 
-def view_sent(ctx: Context) -> Action | None:
-    api, _ = _messages(ctx)
-    if not api.current_user:
-        return None
-    return Action("show me all the messages I have sent", [Call("view_messages_sent", {})])
+view_sent = asks("show me all the messages I have sent", "view_messages_sent", when=_message_logged_in)
 
 
 def delete_message(ctx: Context) -> Action | None:
@@ -86,15 +97,10 @@ def search_messages(ctx: Context) -> Action | None:
                           f"Search for {quoted(word)}."))
 
 
-def message_stats(ctx: Context) -> Action | None:
-    api, _ = _messages(ctx)
-    if not api.current_user:
-        return None
-    return Action("give me my messaging statistics", [Call("get_message_stats", {})])
+message_stats = asks("give me my messaging statistics", "get_message_stats", when=_message_logged_in)
 
 
-def list_users(ctx: Context) -> Action | None:
-    return Action("list every user in the workspace", [Call("list_users", {})])
+list_users = asks("list every user in the workspace", "list_users")
 
 
 # -- TwitterAPI -------------------------------------------------------------------------------------
@@ -107,10 +113,6 @@ def twitter_login(ctx: Context) -> Action | None:
                   [Call("authenticate_twitter", {"username": api.username, "password": api.password})],
                   Missing(f"sign in to my Twitter account, username {quoted(api.username)}",
                           "What is the password of that account?", f"The password is {quoted(api.password)}."))
-
-
-def _remember_tweet(ctx: Context, results: list) -> None:
-    ctx.fact_list("tweets_posted").append(results[-1]["id"])
 
 
 def post_tweet(ctx: Context) -> Action | None:
@@ -182,17 +184,12 @@ def follow(ctx: Context) -> Action | None:
 
 
 def unfollow(ctx: Context) -> Action | None:
-    api = ctx.instances[TWITTER]
-    if not api.authenticated or not api.following_list:
+    if (user := core.choose(ctx, ctx.instances[TWITTER].following_list, when=_twitter_logged_in)) is None:
         return None
-    user = ctx.rng.choice(api.following_list)
     return Action(f"unfollow {quoted(user)}", [Call("unfollow_user", {"username_to_unfollow": user})])
 
 
-def list_following(ctx: Context) -> Action | None:
-    if not ctx.instances[TWITTER].authenticated:
-        return None
-    return Action("show me everyone I follow", [Call("list_all_following", {})])
+list_following = asks("show me everyone I follow", "list_all_following", when=_twitter_logged_in)
 
 
 def get_tweet(ctx: Context) -> Action | None:
@@ -241,10 +238,6 @@ def ticket_login(ctx: Context) -> Action | None:
                   [Call("ticket_login", {"username": user, "password": secret})],
                   Missing(f"log in to the ticket system as {quoted(user)}", "What is your ticket system password?",
                           f"It is {quoted(secret)}."))
-
-
-def _remember_ticket(ctx: Context, results: list) -> None:
-    ctx.fact_list("tickets_created").append(results[-1]["id"])
 
 
 def create_ticket(ctx: Context) -> Action | None:
@@ -322,10 +315,7 @@ def my_tickets(ctx: Context) -> Action | None:
     return Action(f"list my tickets whose status is {quoted(status)}", [Call("get_user_tickets", {"status": status})])
 
 
-def ticket_logout(ctx: Context) -> Action | None:
-    if not ctx.instances[TICKET].current_user:
-        return None
-    return Action("log me out of the ticket system", [Call("logout", {})])
+ticket_logout = asks("log me out of the ticket system", "logout", when=_ticket_logged_in)
 
 
 MESSAGE_SAMPLERS = [(3, message_login), (3, send_message), (1, view_sent), (1, delete_message), (1, add_contact),

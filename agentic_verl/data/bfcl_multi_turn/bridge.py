@@ -2,9 +2,9 @@
 live (its pinned dependencies cannot share the main venv), and reads its JSON lines.
 
 The venv is `agentic_verl.bfcl_env.venv`'s (`.venv-bfcl` at the repository root or `$BFCL_OFFICIAL_VENV`; `make
-bfcl-venv` creates it), the one the BFCL environment server runs in. The child gets only this package on its path (a temporary folder holding a link to it: the main venv's site-packages would shadow
-the venv's own numpy, ...), `TZ=UTC` (TradingBot stamps transactions with local time) and a fixed hash seed, so
-its output is the same bytes on every machine; bfcl-eval's result/score folders go to that temporary folder.
+bfcl-venv` creates it), the one the BFCL environment server runs in. The child gets only this package on its path
+(`venv.package_only_path`), `TZ=UTC` (TradingBot stamps transactions with local time) and a fixed hash seed, so its
+output is the same bytes on every machine.
 """
 
 from __future__ import annotations
@@ -13,11 +13,9 @@ import json
 import os
 import subprocess
 import tempfile
-from pathlib import Path
 
-from agentic_verl.bfcl_env.venv import require_python
+from agentic_verl.bfcl_env.venv import package_only_path, require_python
 
-PACKAGE_DIR = Path(__file__).resolve().parents[2]  # agentic_verl/
 MODULE = "agentic_verl.data.bfcl_multi_turn.venv_main"
 
 
@@ -25,8 +23,7 @@ def run_venv(args: list[str], payload: str = "", timeout_s: float = 3600.0) -> l
     """`python -m venv_main ARGS` in the venv, `payload` on stdin; its stdout's JSON lines."""
     python = require_python()  # FileNotFoundError naming `make bfcl-venv` when there is none
     with tempfile.TemporaryDirectory(prefix="bfcl_mt_") as folder:
-        os.symlink(PACKAGE_DIR, Path(folder) / "agentic_verl")
-        env = {**os.environ, "PYTHONPATH": folder, "BFCL_PROJECT_ROOT": folder, "TZ": "UTC", "PYTHONHASHSEED": "0",
+        env = {**os.environ, **package_only_path(folder), "TZ": "UTC", "PYTHONHASHSEED": "0",
                "PYTHONIOENCODING": "utf-8"}
         done = subprocess.run([str(python), "-m", MODULE, *args], input=payload, capture_output=True, text=True,
                               env=env, timeout=timeout_s, check=False)
@@ -49,11 +46,3 @@ def generate(seed: int, start: int, count: int, kinds: list[str],
         raise RuntimeError(f"the generator answered {len(tasks)} tasks and {len(dropped)} dropped indices for {count} "
                            "indices, without its closing stats line")
     return tasks, dropped, stats
-
-
-def check(items: list[dict]) -> list[dict]:
-    """bfcl-eval's multi_turn_checker verdict for each `{"entry", "model_steps"}` (call strings [turn][step])."""
-    verdicts = run_venv(["check"], "".join(json.dumps(item) + "\n" for item in items))
-    if len(verdicts) != len(items):
-        raise RuntimeError(f"the checker answered {len(verdicts)} verdicts for {len(items)} trajectories")
-    return verdicts

@@ -19,9 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentic_verl.bfcl_env.data import MULTI_TURN_CATEGORIES
 from agentic_verl.bfcl_env.protocol import SERVED_CLASSES, render_call
 
-KINDS = ("base", "miss_func", "miss_param", "long_context")  # BFCL's four multi-turn categories
+KINDS = MULTI_TURN_CATEGORIES  # a task of each of BFCL's four multi-turn categories
 CLASSES = tuple(sorted(SERVED_CLASSES))  # bfcl-eval's multi-turn simulator classes, each with its request samplers
 
 
@@ -75,14 +76,30 @@ class Context:
 Sampler = Callable[[Context], "Action | None"]
 
 
-def asks(say: str, name: str) -> Sampler:
-    """A sampler for a request that is always valid and takes one call without arguments (a status query)."""
+def asks(say: str, name: str, when: Callable[[Context], Any] | None = None) -> Sampler:
+    """A sampler for a request that takes one call without arguments (a status query): always valid, or only when
+    `when(ctx)` is true (e.g. once the user is logged in)."""
 
-    def sampler(ctx: Context) -> Action:
-        return Action(say, [Call(name, {})])
+    def sampler(ctx: Context) -> Action | None:
+        return Action(say, [Call(name, {})]) if when is None or when(ctx) else None
 
     sampler.__name__ = name
     return sampler
+
+
+def choose(ctx: Context, items: list, when: Callable[[Context], Any] | None = None):
+    """One of `items` at random, or None (drawing nothing) when there is none or `when(ctx)` is false."""
+    return ctx.rng.choice(items) if items and (when is None or when(ctx)) else None
+
+
+def remember_id(key: str, field: str) -> Callable[[Context, list[Any]], None]:
+    """An `Action.remember` that records `field` of the last call's result (the id a booking, order, post or ticket
+    got) under `facts[key]`, for later requests to refer to."""
+
+    def remember(ctx: Context, results: list[Any]) -> None:
+        ctx.fact_list(key).append(results[-1][field])
+
+    return remember
 
 
 def quoted(value: Any) -> str:

@@ -1,4 +1,4 @@
-"""The measurement behind `near_duplicates.NEAR_THRESHOLD` (docs/bfcl_multi_turn_data.md has the numbers):
+"""The measurement behind `near_duplicates.NEAR_THRESHOLD` (docs/funreason_mt.md has the numbers):
 
     python -m agentic_verl.data.bfcl_multi_turn.near_duplicate_threshold --seeds 0 1 --count 400
 

@@ -5,7 +5,7 @@ A turn's shingles are the 3-word windows of its normalised text (`function_calli
 punctuation and spacing ignored); a turn of fewer than three words is one shingle of its words. Two turns'
 similarity is the Jaccard index of their shingle sets. `NEAR_THRESHOLD` (0.35) is the similarity from which a
 generated turn counts as a copy of a BFCL turn, measured by `near_duplicate_threshold.py`
-(docs/bfcl_multi_turn_data.md gives the numbers).
+(docs/funreason_mt.md gives the numbers).
 
 >>> round(similarity("Please move 'a.txt' into the temp folder.", "please MOVE a.txt into the temp folder"), 2)
 1.0

@@ -1,15 +1,15 @@
 """BFCL's multi-turn questions stay evaluation-only: what a generated task must not share with them.
 
 `BfclMultiTurnSet.load()` reads the 800 questions of bfcl-eval's four multi-turn files (`bfcl_eval/data/
-BFCL_v4_multi_turn_{base,miss_func,miss_param,long_context}.json` and their possible answers, read as files:
-nothing of bfcl-eval is imported) and keeps every user turn (normalised text, `function_calling.normalize_text`:
+BFCL_v4_multi_turn_{base,miss_func,miss_param,long_context}.json` and their possible answers, read as files by
+`agentic_verl.bfcl_env.data`) and keeps every user turn (normalised text, `function_calling.normalize_text`:
 case, punctuation and spacing ignored; and its word 3-grams, `near_duplicates.TurnIndex`), every class state of
 their `initial_config`s, and every question's ground-truth call sequence. `findings(entry)` says what a generated
 entry shares with them, each with its kind (`KINDS`):
 
 - `turn_text_equal`: a user turn whose normalised text equals a BFCL turn's;
 - `turn_text_near`: a user turn whose word 3-gram Jaccard similarity to a BFCL turn is at least
-  `near_duplicates.NEAR_THRESHOLD` (a light paraphrase; the threshold is measured, docs/bfcl_multi_turn_data.md);
+  `near_duplicates.NEAR_THRESHOLD` (a light paraphrase; the threshold is measured, docs/funreason_mt.md);
 - `state_equal`: a class state equal to a BFCL state;
 - `call_sequence_equal`: the whole task's ground-truth calls, in order (turn boundaries and empty turns aside),
   equal to a BFCL question's, each call compared by name and keyword arguments (BFCL's positional arguments
@@ -22,51 +22,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from importlib import resources
-from pathlib import Path
 
+from agentic_verl.bfcl_env.data import multi_turn_entries, parameter_order
 from agentic_verl.bfcl_env.protocol import keyword_call
-from agentic_verl.data.bfcl_multi_turn.core import KINDS as BFCL_KINDS
 from agentic_verl.data.bfcl_multi_turn.near_duplicates import NEAR_THRESHOLD, TurnIndex
 from agentic_verl.data.function_calling import normalize_text
 
 KINDS = ("turn_text_equal", "turn_text_near", "state_equal", "call_sequence_equal")
 
 
-def _data() -> Path:
-    return Path(str(resources.files("bfcl_eval") / "data"))
-
-
-def bfcl_multi_turn_files() -> list[Path]:
-    return [_data() / f"BFCL_v4_multi_turn_{kind}.json" for kind in BFCL_KINDS]
-
-
-def _jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def bfcl_entries() -> list[dict]:
-    """BFCL's 800 multi-turn questions, each with its `ground_truth` from the possible-answer files."""
-    entries = []
-    for path in bfcl_multi_turn_files():
-        answers = {e["id"]: e["ground_truth"] for e in _jsonl(path.parent / "possible_answer" / path.name)}
-        entries += [{**entry, "ground_truth": answers[entry["id"]]} for entry in _jsonl(path)]
-    return entries
-
-
 def bfcl_turns(entries: list[dict] | None = None) -> list[tuple[str, str]]:
     """(text, `<question id> turn <t>`) of every BFCL user turn."""
-    return [(m["content"], f"{entry['id']} turn {t}") for entry in entries or bfcl_entries()
+    return [(m["content"], f"{entry['id']} turn {t}") for entry in entries or multi_turn_entries()
             for t, turn in enumerate(entry["question"]) for m in turn]
-
-
-def parameter_order() -> dict[str, list[str]]:
-    """{function: its parameter names in doc order} over BFCL's multi-turn function docs."""
-    order = {}
-    for doc in sorted((_data() / "multi_turn_func_doc").iterdir()):
-        for function in _jsonl(doc):
-            order[function["name"]] = list(function["parameters"]["properties"])
-    return order
 
 
 def call_sequence(ground_truth: list[list[str]], order: dict[str, list[str]]) -> str | None:
@@ -96,7 +64,7 @@ class BfclMultiTurnSet:
 
     @classmethod
     def load(cls) -> BfclMultiTurnSet:
-        entries, order = bfcl_entries(), parameter_order()
+        entries, order = multi_turn_entries(), parameter_order()
         turns = bfcl_turns(entries)
         sequences = {}
         for entry in entries:

@@ -1,6 +1,7 @@
 """One generated BFCL multi-turn task: random states, a sampled chain of requests valid on them, the user turns
 written from templates, the gold calls executed by bfcl-eval's executor, the verdict of its multi-turn checker.
-Runs in `.venv-bfcl` (it drives the simulators).
+Runs in `.venv-bfcl` (it drives the simulators, through `agentic_verl.bfcl_env`: `simulators` for instances on
+private copies of bfcl-eval's records and its executor, `checker` for the verdict, `data` for the function docs).
 
 A task is built from its own random source (`seed`, `index`, `attempt`), so the same arguments give the same task.
 Kinds, as BFCL's categories:
@@ -26,15 +27,11 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentic_verl.bfcl_env.checker import check_call_strings
+from agentic_verl.bfcl_env.data import function_docs
 from agentic_verl.bfcl_env.protocol import format_output
-from agentic_verl.bfcl_env.simulators import method_owners, private_records
-from agentic_verl.data.bfcl_multi_turn import (
-    actions_files,
-    actions_finance,
-    actions_social,
-    actions_vehicle,
-    simulators,
-)
+from agentic_verl.bfcl_env.simulators import execute_steps, load_classes, method_owners, new_instances, private_records
+from agentic_verl.data.bfcl_multi_turn import actions_files, actions_finance, actions_social, actions_vehicle
 from agentic_verl.data.bfcl_multi_turn.core import CLASSES, KINDS, Action, Context, Missing, join_words
 from agentic_verl.data.bfcl_multi_turn.states import STATELESS, initial_state
 
@@ -242,7 +239,7 @@ def build_task(seed: int, index: int, kind: str, attempt: int = 0, classes: list
 def _build(rng: random.Random, seed: int, index: int, kind: str, classes: list[str]) -> dict:
     long_context = kind == "long_context"
     initial_config = {name: initial_state(name, rng, big=long_context) for name in classes if name not in STATELESS}
-    ctx = Context(rng, simulators.load_instances(initial_config, classes, long_context), long_context)
+    ctx = Context(rng, new_instances(load_classes(), initial_config, classes, long_context), long_context)
     if "TravelAPI" in initial_config:
         ctx.facts["travel_cards"] = sorted(initial_config["TravelAPI"]["credit_card_list"])
     turns = _sample_turns(ctx, classes, rng.randint(2, 4) if kind.startswith("miss") else rng.randint(2, 5))
@@ -260,20 +257,20 @@ def _build(rng: random.Random, seed: int, index: int, kind: str, classes: list[s
              "question": [[{"role": "user", "content": turn.text}] if turn.text is not None else [] for turn in turns],
              "initial_config": initial_config, "involved_classes": classes,
              "path": list(dict.fromkeys(f"{owners[call.name]}.{call.name}" for call in calls)),
-             "function": simulators.function_docs(classes),
+             "function": function_docs(classes),
              "ground_truth": [[call.text for action in turn.actions for call in action.calls] for turn in turns],
              "long_context": long_context}
     if missed:
         entry["missed_function"] = missed
     step_calls = [[[action.calls[i] for action, i in step] for step in _steps(turn)] for turn in turns]
     steps = [[[call.text for call in step] for step in turn] for turn in step_calls]
-    outputs = simulators.execute_steps(entry, steps, long_context)
+    outputs = execute_steps(entry, steps, long_context)
     live = [[output for outputs_of_action in turn.outputs for output in outputs_of_action] for turn in turns]
     if [[output for step in turn for output in step] for turn in outputs] != live:
         raise Rejected("executor_disagrees_with_live_run")  # a simulator whose outputs depend on more than the calls
     if any(o.startswith("Error during execution") for turn in outputs for step in turn for o in step):
         raise Rejected("gold_call_raises")
-    verdict = simulators.check(entry, steps)
+    verdict = check_call_strings(entry, steps)
     if not verdict["valid"]:
         raise Rejected(f"checker_rejects_gold:{verdict['error_type']}")
     assistant = [[_step_text(step) for step in _steps(turn)] + [_answer_text(turn)] for turn in turns]

@@ -4,9 +4,6 @@
             [--classes GorillaFileSystem,...]
         stdout: {"task": {"entry", "trajectory"}} per task index I..I+N-1 that gave a task, {"dropped": index,
         "reasons": {...}} for an index whose attempts all failed, then {"stats": {reason: count}}
-    python -m agentic_verl.data.bfcl_multi_turn.venv_main check
-        stdin: {"entry": {...}, "model_steps": [turn][step][call string]} per line;
-        stdout: bfcl-eval's multi_turn_checker verdict per line, {"valid", "error_type", "error_message"}
 """
 
 from __future__ import annotations
@@ -16,7 +13,6 @@ import json
 import sys
 from collections import Counter
 
-from agentic_verl.data.bfcl_multi_turn import simulators
 from agentic_verl.data.bfcl_multi_turn.tasks import KINDS, SAMPLERS, Rejected, build_task
 
 MAX_ATTEMPTS = 20
@@ -43,13 +39,6 @@ def _generate(args) -> None:
     print(json.dumps({"stats": dict(sorted(stats.items()))}), flush=True)
 
 
-def _check() -> None:
-    for line in sys.stdin:
-        if line.strip():
-            item = json.loads(line)
-            print(json.dumps(simulators.check(item["entry"], item["model_steps"])), flush=True)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="venv_main")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -59,17 +48,13 @@ def main(argv: list[str] | None = None) -> int:
     generate.add_argument("--count", type=int, required=True)
     generate.add_argument("--kinds", default=",".join(KINDS))
     generate.add_argument("--classes", default="", help="comma-separated simulator classes (default: all)")
-    sub.add_parser("check")
     args = parser.parse_args(argv)
-    if args.command == "generate":
-        unknown = sorted(set(args.kinds.split(",")) - set(KINDS))
-        unknown += sorted(set(filter(None, args.classes.split(","))) - set(SAMPLERS))
-        if unknown or args.seed < 0 or args.start < 0 or args.count < 0:
-            parser.error(f"bad arguments: unknown kinds or classes {unknown}, seed {args.seed}, start {args.start}, "
-                         f"count {args.count}")
-        _generate(args)
-    else:
-        _check()
+    unknown = sorted(set(args.kinds.split(",")) - set(KINDS))
+    unknown += sorted(set(filter(None, args.classes.split(","))) - set(SAMPLERS))
+    if unknown or args.seed < 0 or args.start < 0 or args.count < 0:
+        parser.error(f"bad arguments: unknown kinds or classes {unknown}, seed {args.seed}, start {args.start}, "
+                     f"count {args.count}")
+    _generate(args)
     return 0
 
 
