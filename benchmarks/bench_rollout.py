@@ -43,7 +43,6 @@ import shutil
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -79,42 +78,22 @@ class SleepingGenerateServer:
                            extra_fields={"global_steps": 1})
 
 
-class SleepingRetrievalServer:
+def sleeping_retrieval_server(tool_s: float):
     """POST /retrieve on 127.0.0.1 (the Search-R1 protocol): L ms per request, then `topk` fixed passages."""
+    from fastapi import FastAPI
 
-    def __init__(self, tool_s: float):
-        import uvicorn
-        from fastapi import FastAPI
+    from agentic_verl.retrieval.server import ThreadedServer
 
-        from agentic_verl.net import free_port
+    app = FastAPI()
 
-        app = FastAPI()
+    @app.post("/retrieve")
+    async def retrieve(body: dict):
+        await asyncio.sleep(tool_s)
+        passages = [{"document": {"id": f"d{i}", "contents": f"Nile\nThe Nile flows through Cairo ({i})."},
+                     "score": 1.0 - 0.1 * i} for i in range(int(body.get("topk", 3)))]
+        return {"result": [passages for _ in body["queries"]]}
 
-        @app.post("/retrieve")
-        async def retrieve(body: dict):
-            await asyncio.sleep(tool_s)
-            passages = [{"document": {"id": f"d{i}", "contents": f"Nile\nThe Nile flows through Cairo ({i})."},
-                         "score": 1.0 - 0.1 * i} for i in range(int(body.get("topk", 3)))]
-            return {"result": [passages for _ in body["queries"]]}
-
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                                    access_log=False, backlog=1024))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("the /retrieve stand-in did not start")
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc):
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
+    return ThreadedServer(app, backlog=1024)
 
 
 # -- verl's config and loop construction ---------------------------------------------------------------------
@@ -269,14 +248,19 @@ def engines_main(args) -> int:
           f"threads={args.threads}, cpus={os.cpu_count()}")
     header = (f"{'engine':<7} {'traj.':>5} {'gen. tokens':>11} {'calls':>5} {'tokens/s':>8} {'traj. mean s':>12} "
               f"{'p50 s':>7} {'p90 s':>7} {'total s':>8} {'start-up s':>10} {'EM':>5}")
-    print(header)
-    print("-" * len(header))
+    _print_header(header)
     for r in rows:
         print(f"{r['engine']:<7} {r['trajectories']:>5} {r['tokens']:>11} {r['calls']:>5} {r['tokens_s']:>8.1f} "
               f"{r['mean']:>12.1f} {r['p50']:>7.1f} {r['p90']:>7.1f} {r['total']:>8.1f} {r['startup']:>10.1f} "
               f"{r['em']:>5.3f}")
     print("tokens/s = tokens the engine returned / total wall time of the batch (start-up and warm-up excluded)")
     return 0
+
+
+def _print_header(header: str) -> None:
+    """A table's column names and a rule under them."""
+    print(header)
+    print("-" * len(header))
 
 
 def main(argv=None) -> int:
@@ -306,8 +290,8 @@ def main(argv=None) -> int:
 
     from transformers import AutoTokenizer
 
-    with tempfile.TemporaryDirectory() as tmp, SleepingRetrievalServer(args.tool_ms / 1000) as tool_server, \
-            SleepingRetrievalServer(0.0) as instant_server:
+    with tempfile.TemporaryDirectory() as tmp, sleeping_retrieval_server(args.tool_ms / 1000) as tool_server, \
+            sleeping_retrieval_server(0.0) as instant_server:
         path = model_dir(Path(tmp))
         tokenizer = AutoTokenizer.from_pretrained(path)
         config = verl_config(path)
@@ -319,8 +303,7 @@ def main(argv=None) -> int:
               f"ideal (critical path of one trajectory) = {ideal:.2f} s; cpus={os.cpu_count()}")
         header = (f"{'N':>4} {'ideal s':>8} {'serial sum s':>13} {'measured s (median)':>20} {'range':>12} "
                   f"{'overlap eff.':>13} {'vs serial':>10} {'cpu floor s':>12}")
-        print(header)
-        print("-" * len(header))
+        _print_header(header)
         for n in args.n:
             measured, floor = [], []
             for _ in range(args.repeats):

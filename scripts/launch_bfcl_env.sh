@@ -17,30 +17,8 @@ LOG_FILE=${LOG_FILE:-bfcl_env_server.log}
 EXTRA_ARGS=${EXTRA_ARGS:-}               # e.g. "--max-sessions 8192 --idle-timeout-s 1800"
 AGENTIC_VERL=${AGENTIC_VERL:-agentic-verl}
 
-source "$(dirname "${BASH_SOURCE[0]}")/../recipes/_common/net.sh"   # wait_for_health
+source "$(dirname "${BASH_SOURCE[0]}")/serve_around.sh"   # serve_around
 
 # shellcheck disable=SC2086  # EXTRA_ARGS is a list of words on purpose
 "$AGENTIC_VERL" serve bfcl-env --host "$HOST" --port "$PORT" $EXTRA_ARGS >"$LOG_FILE" 2>&1 &
-server_pid=$!
-
-cleanup() {
-    if kill -0 "$server_pid" 2>/dev/null; then
-        kill -TERM "$server_pid"   # `serve bfcl-env` stops its server in .venv-bfcl, then exits
-        wait "$server_pid" 2>/dev/null || true
-    fi
-}
-trap cleanup EXIT
-
-url="http://$HOST:$PORT"
-if ! wait_for_health "$url" "$HEALTH_TIMEOUT_S" "$server_pid" "$LOG_FILE"; then
-    echo "launch_bfcl_env.sh: the BFCL environment server did not come up" >&2
-    exit 1
-fi
-echo "BFCL environment server ready on $url (pid $server_pid, log $LOG_FILE)"
-export BFCL_ENV_URL="$url"
-
-if (($# > 0)); then
-    "$@"
-else
-    wait "$server_pid"
-fi
+serve_around $! "BFCL environment server" BFCL_ENV_URL "$@"

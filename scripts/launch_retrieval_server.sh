@@ -18,7 +18,7 @@ LOG_FILE=${LOG_FILE:-retrieval_server.log}
 EXTRA_ARGS=${EXTRA_ARGS:-}               # e.g. "--record eval_cache.jsonl" or "--max-queries 4096"
 AGENTIC_VERL=${AGENTIC_VERL:-agentic-verl}
 
-source "$(dirname "${BASH_SOURCE[0]}")/../recipes/_common/net.sh"   # wait_for_health
+source "$(dirname "${BASH_SOURCE[0]}")/serve_around.sh"   # serve_around
 
 source_args=()
 if [[ -n "$INDEX_DIR" ]]; then
@@ -31,26 +31,4 @@ fi
 # shellcheck disable=SC2086  # EXTRA_ARGS is a list of words on purpose
 "$AGENTIC_VERL" serve retrieval "${source_args[@]}" --host "$HOST" --port "$PORT" --cache-size "$CACHE_SIZE" \
     $EXTRA_ARGS >"$LOG_FILE" 2>&1 &
-server_pid=$!
-
-cleanup() {
-    if kill -0 "$server_pid" 2>/dev/null; then
-        kill -TERM "$server_pid"   # graceful: uvicorn finishes in-flight requests, closes the index
-        wait "$server_pid" 2>/dev/null || true
-    fi
-}
-trap cleanup EXIT
-
-url="http://$HOST:$PORT"
-if ! wait_for_health "$url" "$HEALTH_TIMEOUT_S" "$server_pid" "$LOG_FILE"; then
-    echo "launch_retrieval_server.sh: the retrieval server did not come up" >&2
-    exit 1
-fi
-echo "retrieval server ready on $url (pid $server_pid, log $LOG_FILE)"
-export RETRIEVAL_URL="$url"   # read by configs/tools/search_tool.yaml
-
-if (($# > 0)); then
-    "$@"
-else
-    wait "$server_pid"
-fi
+serve_around $! "retrieval server" RETRIEVAL_URL "$@"   # read by configs/tools/search_tool.yaml

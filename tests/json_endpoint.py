@@ -1,5 +1,6 @@
 """A loopback OpenAI-compatible stub for tests: subclass `JsonHandler`, name the served models, answer POSTs with
-`send_json`; `serving(Handler)` runs it on 127.0.0.1 for a `with` block and yields its URL."""
+`send_json`; `serving(Handler)` runs it on 127.0.0.1 for a `with` block and yields its URL. `LoopbackServer` is the
+same as a class (`.url` known before the block), for stubs that keep state of their own."""
 
 from __future__ import annotations
 
@@ -33,13 +34,27 @@ class JsonHandler(BaseHTTPRequestHandler):
         self.send_json({"object": "list", "data": [{"id": name, "object": "model"} for name in self.served_models]})
 
 
+class LoopbackServer:
+    """`handler` on a free loopback port, threaded, while in a `with` block; `.url` is its base URL."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]):
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                       daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=5)
+
+
 @contextmanager
 def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
     """`handler` on a free loopback port, threaded, for the block; yields the base URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with LoopbackServer(handler) as server:
+        yield server.url

@@ -23,25 +23,32 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
-GOOD_PACKAGE = {
-    "pyproject.toml": """\
+
+def _pyproject(name: str, version: str, package: str, entry_points: str) -> str:
+    """A setuptools pyproject.toml for distribution `name` shipping `package`; `entry_points` holds its
+    [project.entry-points."..."] tables, indented as the rest (the files are dedented when written)."""
+    return f"""\
         [build-system]
         requires = ["setuptools>=61"]
         build-backend = "setuptools.build_meta"
 
         [project]
-        name = "av-test-extension"
-        version = "0.3"
+        name = "{name}"
+        version = "{version}"
+{entry_points}
+        [tool.setuptools]
+        packages = ["{package}"]
+        """
 
+
+GOOD_PACKAGE = {
+    "pyproject.toml": _pyproject("av-test-extension", "0.3", "av_test_ext", """
         [project.entry-points."agentic_verl.rewards"]
         shouting = "av_test_ext.rewards:shouting"
 
         [project.entry-points."agentic_verl.agent_loops"]
         av_test_echo = "av_test_ext.loops:EchoLoop"
-
-        [tool.setuptools]
-        packages = ["av_test_ext"]
-        """,
+        """),
     "av_test_ext/__init__.py": "",
     "av_test_ext/rewards.py": """\
         def shouting(solution_str, ground_truth, extra_info=None, *, bonus: float = 0.0, **kwargs):
@@ -79,23 +86,12 @@ GOOD_PACKAGE = {
 # Installed into a folder of its own: it declares a name of ours, a name the good package declares, and one that
 # cannot import.
 BAD_PACKAGE = {
-    "pyproject.toml": """\
-        [build-system]
-        requires = ["setuptools>=61"]
-        build-backend = "setuptools.build_meta"
-
-        [project]
-        name = "av-test-clashing"
-        version = "1.2"
-
+    "pyproject.toml": _pyproject("av-test-clashing", "1.2", "av_test_clash", """
         [project.entry-points."agentic_verl.rewards"]
         qa_em = "av_test_clash:other"
         shouting = "av_test_clash:other"
         broken = "av_test_clash.missing:fn"
-
-        [tool.setuptools]
-        packages = ["av_test_clash"]
-        """,
+        """),
     "av_test_clash/__init__.py": """\
         def other(solution_str, ground_truth, extra_info=None, **kwargs):
             return {"score": 0.5, "error_type": None}

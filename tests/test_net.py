@@ -8,12 +8,12 @@ import json
 import socket
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
+from json_endpoint import LoopbackServer
 
 from agentic_verl.net import (
     EndpointError,
@@ -27,7 +27,7 @@ from agentic_verl.net import (
 NET_SH = Path(__file__).resolve().parents[1] / "recipes" / "_common" / "net.sh"
 
 
-class StubServer:
+class StubServer(LoopbackServer):
     """A loopback HTTP server: /health answers 200 once `healthy_after_s` has passed (503 before; never when None);
     /v1/models lists `models` (or answers `models_status` with a plain-text body); POST /v1/completions and
     /v1/chat/completions answer `completion_text` ("ok"). With `api_key`, every /v1 request needs
@@ -86,17 +86,7 @@ class StubServer:
                 else:
                     self._send(404, "{}")
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-
-    def __enter__(self) -> StubServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler)
 
 
 # ---- free_port ------------------------------------------------------------------------------------------------------

@@ -205,6 +205,13 @@ def merge_server_extra_fields(extra_fields: dict, output) -> None:
         extra_fields["max_global_steps"] = fields["max_global_steps"]
 
 
+def output_extra_fields(server_fields: dict, loop_name: str, record: dict, **more: Any) -> dict:
+    """AgentLoopOutput.extra_fields as our loops fill them: the server's fields, verl's per-turn reward lists (empty:
+    our loops are scored once, at the end), `more` (e.g. gui's image sizes) and the loop's own `record` under its
+    name."""
+    return {**server_fields, "turn_scores": [], "tool_rewards": [], **more, loop_name: record}
+
+
 def hit_length_limit(stop_reason: str | None, generated: Sequence[int], max_tokens: int, eos_ids: set[int]) -> bool:
     """The turn ended on its token budget, not on EOS: the server says so, or it used every token without EOS."""
     return stop_reason == "length" or (len(generated) >= max_tokens and (not generated or generated[-1] not in eos_ids))

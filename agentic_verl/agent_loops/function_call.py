@@ -42,6 +42,7 @@ from agentic_verl.agent_loops._common import (
     Trajectory,
     eos_token_ids,
     generate_single_turn,
+    output_extra_fields,
     pop_config_kwargs,
     resolve_config,
 )
@@ -130,13 +131,10 @@ class FunctionCallAgentLoop(AgentLoopBase):
             **traj.output_fields(),
             num_turns=2,
             metrics={"generate_sequences": latency},
-            extra_fields={
-                **server_fields,
-                "turn_scores": [],
-                "tool_rewards": [],
-                NAME: {"calls": calls, "failure": failure, "has_think": "</think>" in text, "language": language,
-                       **({"error": error} if error else {})},
-            },
+            extra_fields=output_extra_fields(server_fields, NAME, {
+                "calls": calls, "failure": failure, "has_think": "</think>" in text, "language": language,
+                **({"error": error} if error else {}),
+            }),
         )
         return trace.finalize(result, tokenizer=self.tokenizer, messages=None,
                               global_step=server_fields.get("global_steps"))

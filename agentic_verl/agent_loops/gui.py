@@ -37,6 +37,7 @@ from agentic_verl.agent_loops._common import (
     Trajectory,
     eos_token_ids,
     generate_single_turn,
+    output_extra_fields,
     pop_config_kwargs,
     resolve_config,
 )
@@ -202,14 +203,11 @@ class GuiGroundingAgentLoop(AgentLoopBase):
             mm_processor_kwargs=mm_processor_kwargs,
             num_turns=2,
             metrics={"generate_sequences": latency},
-            extra_fields={
-                **server_fields,
-                "turn_scores": [],
-                "tool_rewards": [],
-                "image_size": list(original) if original else None,
-                "input_size": list(input_size) if input_size else None,
-                NAME: {"click": list(click.point) if click else None, "click_original": click_original,
-                       "failure": failure},
-            },
+            extra_fields=output_extra_fields(
+                server_fields, NAME,
+                {"click": list(click.point) if click else None, "click_original": click_original, "failure": failure},
+                image_size=list(original) if original else None,
+                input_size=list(input_size) if input_size else None,
+            ),
         )
         return trace.finalize(result, tokenizer=self.tokenizer, global_step=server_fields.get("global_steps"))

@@ -56,6 +56,7 @@ from agentic_verl.agent_loops._common import (
     eos_token_ids,
     hit_length_limit,
     merge_server_extra_fields,
+    output_extra_fields,
     pop_config_kwargs,
     require_agreement,
     resolve_config,
@@ -85,7 +86,7 @@ RETRIEVAL_ERROR_OBSERVATION = "\n<information>\nSearch failed ({category}); no d
 _RETRIEVAL_FAILURES = {"timeout": "timeout", "server_error": "tool_error", "bad_arguments": "bad_arguments"}
 _SERVER_DOWN = ("timeout", "server_error")  # retrieval failures that count toward the fail-fast streak
 _MODE_HINT = ("The data decides the mode (its prompts were written for one): run with the data's mode "
-              "(the rag_r1 recipes default RAG_MODE to it), or regenerate the data with "
+              "(the rag_r1 recipes read it from the data), or regenerate the data with "
               "`agentic-verl data rag-r1 --questions ... --out DIR --mode <mode>`.")
 
 
@@ -290,16 +291,11 @@ class RagR1AgentLoop(AgentLoopBase):
             **traj.output_fields(),
             num_turns=1 + num_policy_turns + num_observations,
             metrics=timing,
-            extra_fields={
-                **server_fields,
-                "turn_scores": [],
-                "tool_rewards": [],
-                NAME: {
-                    "mode": cfg.mode,
-                    "answer": answer,
-                    "queries": queries_log,
-                    "searches_after_budget": searches_after_budget,
-                },
-            },
+            extra_fields=output_extra_fields(server_fields, NAME, {
+                "mode": cfg.mode,
+                "answer": answer,
+                "queries": queries_log,
+                "searches_after_budget": searches_after_budget,
+            }),
         )
         return trace.finalize(output, tokenizer=self.tokenizer, global_step=server_fields.get("global_steps"))

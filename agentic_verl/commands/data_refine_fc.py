@@ -7,13 +7,13 @@ Registered under the `data` group by `agentic_verl/commands/data.py`; the work i
 from __future__ import annotations
 
 from agentic_verl.commands._model_source import add_api_key_env
+from agentic_verl.commands._settings_defaults import defaults_of
 
 
 def register_subcommands(sub) -> None:
     from agentic_verl.data.fcdr.settings import RefineSettings
 
-    d = RefineSettings.__dataclass_fields__
-    default = (lambda name: d[name].default)  # noqa: E731
+    default = defaults_of(RefineSettings)
     p = sub.add_parser("refine-fc", help="FunReason's FCDR: check function-calling SFT samples with a judge model "
                                          "and BFCL's AST match; drop, keep or regenerate them",
                        description="Checks per sample: (1) is the reference a call (judge; plain text is kept as "

@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 
 from agentic_verl.commands._model_source import add_model_source
+from agentic_verl.commands._settings_defaults import defaults_of
 from agentic_verl.commands.eval_humaneval import add_humaneval
 from agentic_verl.commands.eval_screenspot import add_screenspot
 
@@ -44,8 +45,7 @@ def _add_qa(sub) -> None:
     from agentic_verl.generation import ENGINES
     from agentic_verl.rewards.qa import NORMALIZERS
 
-    d = QAEvalSettings.__dataclass_fields__
-    default = (lambda name: d[name].default)  # noqa: E731
+    default = defaults_of(QAEvalSettings)
     p = sub.add_parser("qa", help="the rag_r1 agent loop on QA datasets (RAG-R1's evaluation): EM, F1, "
                                   "retrievals and seconds per question, the published rows beside ours")
     add_model_source(p)
@@ -164,8 +164,7 @@ def _add_bfcl(sub) -> None:
     from agentic_verl.eval.bfcl_eval import BFCLEvalSettings
     from agentic_verl.generation import ENGINES
 
-    d = BFCLEvalSettings.__dataclass_fields__
-    default = (lambda name: d[name].default)  # noqa: E731
+    default = defaults_of(BFCLEvalSettings)
     p = sub.add_parser("bfcl", help="BFCL's AST and relevance categories (FunReason's evaluation): Non-Live AST, "
                                     "Live, Overall beside the published rows; its multi-turn categories (bfcl-eval's "
                                     "checker, beside FunReason-MT's rows); accuracy and error types per category")

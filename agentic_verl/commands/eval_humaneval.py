@@ -10,13 +10,13 @@ only on its nonce after the tests returned), and only with
 from __future__ import annotations
 
 from agentic_verl.commands._model_source import add_model_source
+from agentic_verl.commands._settings_defaults import defaults_of
 
 
 def add_humaneval(sub) -> None:
     from agentic_verl.eval.humaneval import PROMPT_STYLES, HumanEvalSettings
 
-    d = HumanEvalSettings.__dataclass_fields__
-    default = (lambda name: d[name].default)  # noqa: E731
+    default = defaults_of(HumanEvalSettings)
     p = sub.add_parser("humaneval", help="HumanEval pass@1 (greedy), programs run in a resource-limited subprocess",
                        description="One greedy solution per problem, run with the problem's tests in a fresh "
                        "`python -I` process in its own mount, pid and network namespaces (a read-only view of the "

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentic_verl.commands._model_source import add_api_key_env
+from agentic_verl.commands._settings_defaults import defaults_of
 
 
 def add_screenspot(sub) -> None:
@@ -22,8 +23,7 @@ def add_screenspot(sub) -> None:
     from agentic_verl.eval.screenspot import ScreenSpotSettings
     from agentic_verl.v2p.predictors import COORD_SYSTEMS
 
-    d = ScreenSpotSettings.__dataclass_fields__
-    default = (lambda name: d[name].default)  # noqa: E731
+    default = defaults_of(ScreenSpotSettings)
     p = sub.add_parser("screenspot", help="GUI grounding: click-in-box accuracy on ScreenSpot / -v2 / -Pro, the "
                                           "published rows beside ours, an HTML report with the clicks drawn",
                        description="Each screenshot + instruction goes to the model; a click inside the ground-truth "

@@ -32,7 +32,7 @@ def register(subparsers) -> None:
     p.add_argument("--model", help="policy model: a local folder or a Hub id")
     p.add_argument("--critic-model", help="ppo: the critic's model (default: --model)")
     p.add_argument("--retrieval-url", help="the /retrieve server (ppo, grpo)")
-    p.add_argument("--mode", choices=("sq", "mq"), help="the run's mode (RAG_MODE); must match the data's")
+    p.add_argument("--mode", choices=("sq", "mq"), help="the run's mode (rollout.custom.rag_r1.mode); must match the data's")
     p.add_argument("--device", choices=("cuda", "cpu"), help="cpu skips the GPU memory budget")
     p.add_argument("--n-gpus", type=int, help="GPUs per node")
     p.add_argument("--nnodes", type=int)

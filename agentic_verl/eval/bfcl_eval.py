@@ -68,6 +68,7 @@ from agentic_verl.eval.published import (
     FUNREASON_MT_BFCL,
     FUNREASON_MT_BFCL_DEFINITION,
 )
+from agentic_verl.eval.settings_checks import check_counts
 from agentic_verl.net import check_model_or_endpoint
 from agentic_verl.rewards.bfcl import DecodeError, ast_match, decode, language_of
 
@@ -119,11 +120,8 @@ class BFCLEvalSettings:
         check_model_or_endpoint(self.model, self.endpoint, self.model_name)
         if self.prompt not in PROMPTS:
             raise ValueError(f"unknown prompt {self.prompt!r}; known: {', '.join(PROMPTS)}")
-        for name in ("max_tokens", "concurrency", "max_steps_per_turn", "max_conversation_tokens"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.limit is not None and self.limit < 1:
-            raise ValueError(f"limit must be >= 1, got {self.limit}")
+        check_counts(self, "max_tokens", "concurrency", "max_steps_per_turn", "max_conversation_tokens", "limit",
+                     none_allowed=("limit",))
 
     @property
     def tokenizer_path(self) -> str:

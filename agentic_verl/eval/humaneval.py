@@ -45,6 +45,7 @@ from pathlib import Path
 
 from agentic_verl.eval.output import write_run
 from agentic_verl.eval.sandbox import STATUSES, Isolation, Limits, isolation, run_program
+from agentic_verl.eval.settings_checks import check_counts
 from agentic_verl.net import check_model_or_endpoint
 
 # HumanEval pass@1 of Qwen2.5-Coder-7B-Instruct, FunReason's code-retention table (docs/methods.md, FunReason section)
@@ -89,9 +90,7 @@ class HumanEvalSettings:
         check_model_or_endpoint(self.model, self.endpoint, self.model_name)
         if self.prompt_style not in PROMPT_STYLES:
             raise ValueError(f"unknown prompt style {self.prompt_style!r}; known: {', '.join(PROMPT_STYLES)}")
-        for name in ("max_tokens", "concurrency", "workers"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        check_counts(self, "max_tokens", "concurrency", "workers")
 
     @property
     def limits(self) -> Limits:

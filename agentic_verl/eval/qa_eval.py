@@ -45,6 +45,7 @@ from agentic_verl.eval.published import (
     RAG_R1_EM_AVG,
     canonical_dataset,
 )
+from agentic_verl.eval.settings_checks import check_counts, checked_paths
 from agentic_verl.fail_fast import FailFastError
 from agentic_verl.net import EndpointError, check_model_or_endpoint
 
@@ -85,23 +86,16 @@ class QAEvalSettings:
     extra: dict = field(default_factory=dict)  # free-form notes kept in result.json
 
     def __post_init__(self):
-        self.data = [str(p) for p in ([self.data] if isinstance(self.data, (str, Path)) else self.data)]
-        if not self.data:
-            raise ValueError("no data file given")
-        missing = [p for p in self.data if not Path(p).is_file()]
-        if missing:
-            raise FileNotFoundError(f"data file(s) not found: {', '.join(missing)}")
+        self.data = checked_paths(self.data, Path.is_file, none_given="no data file given",
+                                  not_found="data file(s) not found")
         check_model_or_endpoint(self.model, self.endpoint, self.model_name)
         repeated = [p for i, p in enumerate(self.data) if Path(p).resolve() in {Path(q).resolve() for q in self.data[:i]}]
         if repeated:
             raise ValueError(f"data file(s) given twice: {', '.join(repeated)}")
         if self.data_source and len(self.data) > 1:
             raise ValueError("data_source overrides the dataset name of one file; got several files")
-        for name in ("max_tokens_per_turn", "response_length", "topk", "concurrency"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.limit is not None and self.limit < 1:
-            raise ValueError(f"limit must be >= 1, got {self.limit}")
+        check_counts(self, "max_tokens_per_turn", "response_length", "topk", "concurrency", "limit",
+                     none_allowed=("limit",))
 
     @property
     def tokenizer_path(self) -> str:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from agentic_verl.data.gui_grounding import GroundingSample, load_grounding
 from agentic_verl.eval.output import write_run
+from agentic_verl.eval.settings_checks import check_counts, checked_paths
 from agentic_verl.rewards.gui import point_in_box
 from agentic_verl.v2p.sizes import SIZE_BUCKETS, size_bucket
 
@@ -62,16 +63,8 @@ class ScreenSpotSettings:
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        self.data = [str(p) for p in ([self.data] if isinstance(self.data, (str, Path)) else self.data)]
-        if not self.data:
-            raise ValueError("no data given")
-        missing = [p for p in self.data if not Path(p).exists()]
-        if missing:
-            raise FileNotFoundError(f"data not found: {', '.join(missing)}")
-        if self.limit is not None and self.limit < 1:
-            raise ValueError(f"limit must be >= 1, got {self.limit}")
-        if self.concurrency < 1:
-            raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
+        self.data = checked_paths(self.data, Path.exists, none_given="no data given", not_found="data not found")
+        check_counts(self, "limit", "concurrency", none_allowed=("limit",))
 
 
 def load_samples(s: ScreenSpotSettings) -> list[GroundingSample]:

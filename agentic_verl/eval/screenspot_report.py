@@ -16,13 +16,11 @@ from __future__ import annotations
 import base64
 import html
 import io
-import re
-from importlib import resources
 from typing import Any
 
 import numpy as np
 
-from agentic_verl.viewer.render import script_json
+from agentic_verl.viewer.render import fill_template, script_json
 
 
 def _e(value: Any) -> str:
@@ -116,8 +114,7 @@ class ScreenSpotReport:
             "body": "\n".join(self._figures[i] for i in sorted(self._figures)),
             "data": script_json(filters),
         }
-        template = resources.files("agentic_verl.eval").joinpath("screenspot_report.html").read_text(encoding="utf-8")
-        return re.sub(r"\{\{(\w+)\}\}", lambda m: values[m.group(1)], template)
+        return fill_template("agentic_verl.eval", "screenspot_report.html", values)
 
 
 def _markdown_tables(markdown: str) -> str:

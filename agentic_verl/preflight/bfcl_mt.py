@@ -17,9 +17,7 @@ multi-turn function-calling run fail, checked in seconds.
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from agentic_verl.preflight.data_checks import _first_row, data_paths
+from agentic_verl.preflight.data_checks import _first_row, data_paths, readable_parquet
 from agentic_verl.preflight.gpu_memory import check_gpu_memory
 from agentic_verl.preflight.model_checks import check_model
 from agentic_verl.preflight.settings import RagR1Settings, Report
@@ -53,31 +51,11 @@ def check_bfcl_mt(settings: RagR1Settings, stage: str) -> Report:
     return report
 
 
-def _readable(report: Report, topic: str, path: str, hint: str):
-    """(rows, columns) of a local parquet file, or None after reporting why not."""
-    import pyarrow.parquet as pq
-
-    if not path:
-        report.problem(topic, "no file given")
-        return None
-    if "://" in path:
-        report.note(topic, f"{path}: a remote path, not checked here")
-        return None
-    if not Path(path).is_file():
-        report.problem(topic, f"{path} does not exist (write it with `{hint}`)")
-        return None
-    try:
-        return pq.ParquetFile(path).metadata.num_rows, set(pq.read_schema(path).names)
-    except Exception as exc:
-        report.problem(topic, f"{path} is not a readable parquet file ({type(exc).__name__}: {exc})")
-        return None
-
-
 def check_rl_data(report: Report, topic: str, path: str, *, training: bool) -> list[str] | None:
     """A readable parquet of `bfcl_multi_turn` rows; returns the first row's involved classes (None when unknown)."""
     from agentic_verl.rewards.bfcl.multi_turn_entry import EntryError, parse_entry
 
-    found = _readable(report, topic, path, _DATA_HINT)
+    found = readable_parquet(report, topic, path, _DATA_HINT)
     if found is None:
         return None
     rows, columns = found
@@ -131,7 +109,8 @@ def bfcl_overlap(path: str, limit: int) -> list[str]:
 
 
 def check_sft_data(report: Report, topic: str, path: str) -> None:
-    found = _readable(report, topic, path, _DATA_HINT.replace("(--tokenizer MODEL | --no-sft)", "--tokenizer MODEL"))
+    hint = _DATA_HINT.replace("(--tokenizer MODEL | --no-sft)", "--tokenizer MODEL")
+    found = readable_parquet(report, topic, path, hint)
     if found is None:
         return
     rows, columns = found

@@ -19,8 +19,9 @@ def data_paths(value: str | None) -> list[str]:
     return [value]
 
 
-def check_data(report: Report, topic: str, path: str, *, rl: bool) -> str | None:
-    """Readable parquet with the stage's columns; returns the rag_r1 mode of RL data (None when unknown)."""
+def readable_parquet(report: Report, topic: str, path: str, hint: str) -> tuple[int, set[str]] | None:
+    """(rows, columns) of a local parquet file, or None after reporting why not (`hint`: the command that writes
+    it)."""
     import pyarrow.parquet as pq
 
     if not path:
@@ -30,17 +31,24 @@ def check_data(report: Report, topic: str, path: str, *, rl: bool) -> str | None
         report.note(topic, f"{path}: a remote path, not checked here")
         return None
     if not Path(path).is_file():
-        hint = "agentic-verl data rag-r1 --questions ... --out DIR" if rl else \
-            "agentic-verl data sft-trajectories ... --out FILE"
         report.problem(topic, f"{path} does not exist (write it with `{hint}`)")
         return None
     try:
-        meta = pq.ParquetFile(path).metadata
-        columns = set(pq.read_schema(path).names)
+        return pq.ParquetFile(path).metadata.num_rows, set(pq.read_schema(path).names)
     except Exception as exc:
         report.problem(topic, f"{path} is not a readable parquet file ({type(exc).__name__}: {exc})")
         return None
-    if meta.num_rows == 0:
+
+
+def check_data(report: Report, topic: str, path: str, *, rl: bool) -> str | None:
+    """Readable parquet with the stage's columns; returns the rag_r1 mode of RL data (None when unknown)."""
+    hint = "agentic-verl data rag-r1 --questions ... --out DIR" if rl else \
+        "agentic-verl data sft-trajectories ... --out FILE"
+    found = readable_parquet(report, topic, path, hint)
+    if found is None:
+        return None
+    num_rows, columns = found
+    if num_rows == 0:
         report.problem(topic, f"{path} has no rows")
         return None
     if not rl:
@@ -48,7 +56,7 @@ def check_data(report: Report, topic: str, path: str, *, rl: bool) -> str | None
             report.problem(topic, f"{path} has neither input_ids + loss_mask (agentic-verl data sft-trajectories) "
                                   f"nor messages columns; found {sorted(columns)}")
         else:
-            report.ok(topic, f"{path}: {meta.num_rows} rows")
+            report.ok(topic, f"{path}: {num_rows} rows")
         return None
     missing = [c for c in _RL_COLUMNS if c not in columns]
     if missing:
@@ -71,7 +79,7 @@ def check_data(report: Report, topic: str, path: str, *, rl: bool) -> str | None
     except ValueError as exc:
         report.problem(topic, str(exc))
         return None
-    report.ok(topic, f"{path}: {meta.num_rows} rows, mode {mode}")
+    report.ok(topic, f"{path}: {num_rows} rows, mode {mode}")
     return mode
 
 
@@ -91,12 +99,13 @@ def check_modes(report: Report, modes: dict[str, str], run_mode: str | None) -> 
         return
     if run_mode and found and run_mode not in found:
         [data_mode] = found
-        report.problem("mode", f"RAG_MODE={run_mode} but the data's prompts were written for {data_mode} "
-                               f"(extra_info.rag_r1.mode). Unset RAG_MODE (it defaults to the data's mode), or "
+        report.problem("mode", f"the run's mode {run_mode} but the data's prompts were written for {data_mode} "
+                               f"(extra_info.rag_r1.mode). Drop the mode override (the recipes read the data's "
+                               f"mode), or "
                                f"regenerate the data: agentic-verl data rag-r1 --questions ... --out DIR --mode "
                                f"{run_mode}")
     elif found:
-        report.ok("mode", f"{found.pop()} (the data's)" + (" = RAG_MODE" if run_mode else ""))
+        report.ok("mode", f"{found.pop()} (the data's)" + (" = the run's" if run_mode else ""))
 
 
 def first_question(train: str | None) -> str | None:

@@ -18,7 +18,6 @@ Each step writes its own files; then `_build/manifest.json` (replaced atomically
 from __future__ import annotations
 
 import datetime
-import errno
 import json
 import os
 import shlex
@@ -33,6 +32,7 @@ from tqdm import tqdm
 from agentic_verl import __version__
 from agentic_verl.retrieval.backends.base import DEFAULT_BACKEND, META_FILE, backend_class, common_meta
 from agentic_verl.retrieval.corpus import count_lines, file_sha256, iter_lines, parse_line, read_corpus
+from agentic_verl.retrieval.disk_full import resumable_when_disk_full
 from agentic_verl.retrieval.protocol import Passage
 from agentic_verl.retrieval.shards import shard_bounds, shard_dir_name
 
@@ -113,13 +113,8 @@ class ShardedBuild:
                 shutil.rmtree(path)
             elif path.exists():
                 path.unlink()
-        try:
+        with resumable_when_disk_full(f"building {self.out_dir} (step {name!r})", resume_command(self.out_dir)):
             result = run()
-        except OSError as exc:
-            if exc.errno == errno.ENOSPC:
-                raise OSError(errno.ENOSPC, f"no space left on the device while building {self.out_dir} (step "
-                              f"{name!r}); free some space, then resume with: {resume_command(self.out_dir)}") from exc
-            raise
         self.manifest["done"].append(name)
         self.manifest["results"][name] = result
         self.manifest["build_seconds"] = self.build_seconds()

@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import errno
 import itertools
 import os
 import time
@@ -30,6 +29,7 @@ from tqdm import tqdm
 
 from agentic_verl.retrieval.backends.dense_encoder import Encoder, TextConvention, describe
 from agentic_verl.retrieval.corpus import iter_lines, parse_line
+from agentic_verl.retrieval.disk_full import resumable_when_disk_full
 from agentic_verl.retrieval.embeddings import plan_folder, reopen_folder, resume_command, write_manifest, write_shard
 
 DEFAULT_SHARD_SIZE = 100_000  # passages a shard: ~300 MB of 768-d float32 vectors, ~30 s of e5-base on one GPU
@@ -203,18 +203,13 @@ class _Run:
         if vectors.shape != (entry["rows"], self.manifest["dim"]):
             raise EncodeError(f"shard {shard}: a worker returned {vectors.shape}, expected ({entry['rows']}, "
                               f"{self.manifest['dim']})")
-        try:
+        with resumable_when_disk_full(f"writing shard {shard} to {self.folder}", resume_command(self.folder)):
             write_shard(self.folder, shard, vectors, ids)
             entry.update(done=True, first_id=ids[0], last_id=ids[-1])
             now = time.time()
             self.manifest["encode_seconds"] = round(self.manifest["encode_seconds"] + now - self._clock, 3)
             self._clock = now
             write_manifest(self.folder, self.manifest)
-        except OSError as exc:
-            if exc.errno == errno.ENOSPC:
-                raise OSError(errno.ENOSPC, f"no space left on the device while writing shard {shard} to "
-                              f"{self.folder}; free some space, then resume with: {resume_command(self.folder)}") from exc
-            raise
         self.summary["encoded"].append(shard)
         self.bar.update(entry["rows"])
         if self.on_shard is not None:

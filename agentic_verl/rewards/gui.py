@@ -319,19 +319,42 @@ def _gui_reward(score_fn, solution_str, ground_truth, extra_info, *options) -> d
     }
 
 
-@REWARDS.register("gui_click_in_box")
-def gui_click_in_box(
-    solution_str: str,
-    ground_truth,
-    extra_info: dict | None = None,
-    *,
-    coord_system: str = "absolute",
-    use_smart_resize: bool = False,
-    factor: int = 28,
-    min_pixels: int = QWEN25VL_MIN_PIXELS,
-    max_pixels: int = QWEN25VL_MAX_PIXELS,
-    **kwargs,
-) -> dict:
+def _registered_gui_reward(name: str, score_fn, doc: str):
+    """The reward `name`: `score_fn(click, gt) -> (score, error_type)` behind the shared click parsing.
+
+    The options are named in the signature (not hidden in ``**kwargs``) so that a reward config's typo is
+    caught by compose.check_kwargs; `__qualname__` is the module attribute so that the function pickles.
+    """
+
+    def reward(
+        solution_str: str,
+        ground_truth,
+        extra_info: dict | None = None,
+        *,
+        coord_system: str = "absolute",
+        use_smart_resize: bool = False,
+        factor: int = 28,
+        min_pixels: int = QWEN25VL_MIN_PIXELS,
+        max_pixels: int = QWEN25VL_MAX_PIXELS,
+        **kwargs,
+    ) -> dict:
+        options = (coord_system, use_smart_resize, factor, min_pixels, max_pixels)
+        return _gui_reward(score_fn, solution_str, ground_truth, extra_info, *options)
+
+    reward.__name__ = reward.__qualname__ = name
+    reward.__doc__ = doc
+    return REWARDS.register(name)(reward)
+
+
+def _coverage_score(click: ParsedClick, gt):
+    if click.box is None:
+        return 0.0, "gui:point_not_box"
+    return gaussian_coverage_score(click.box, gt), None
+
+
+gui_click_in_box = _registered_gui_reward(
+    "gui_click_in_box",
+    lambda c, gt: (float(point_in_box(c.point, gt)), None),
     """1.0 if the parsed click falls in the ground-truth box (GUI-R1 accuracy), else 0.0.
 
     Error types: ``gui:no_click``, ``gui:outside_box``, ``gui:bad_ground_truth``,
@@ -340,62 +363,27 @@ def gui_click_in_box(
     >>> gui_click_in_box("click(400, 300)", [150, 100, 250, 200],
     ...                  {"image_size": [400, 300], "input_size": [800, 600]})["score"]
     1.0
-    """
-    options = (coord_system, use_smart_resize, factor, min_pixels, max_pixels)
-    return _gui_reward(
-        lambda c, gt: (float(point_in_box(c.point, gt)), None), solution_str, ground_truth, extra_info, *options
-    )
+    """,
+)
 
-
-@REWARDS.register("gui_gaussian_point")
-def gui_gaussian_point(
-    solution_str: str,
-    ground_truth,
-    extra_info: dict | None = None,
-    *,
-    coord_system: str = "absolute",
-    use_smart_resize: bool = False,
-    factor: int = 28,
-    min_pixels: int = QWEN25VL_MIN_PIXELS,
-    max_pixels: int = QWEN25VL_MAX_PIXELS,
-    **kwargs,
-) -> dict:
+gui_gaussian_point = _registered_gui_reward(
+    "gui_gaussian_point",
+    lambda c, gt: (gaussian_point_score(c.point, gt), None),
     """GUI-G2 Gaussian point reward in [0, 1] at the click (or predicted box centre); 1 at the box centre.
 
     >>> round(gui_gaussian_point("[30, 30]", [10, 20, 30, 40])["score"], 4)  # one sigma off in x
     0.6065
-    """
-    options = (coord_system, use_smart_resize, factor, min_pixels, max_pixels)
-    return _gui_reward(
-        lambda c, gt: (gaussian_point_score(c.point, gt), None), solution_str, ground_truth, extra_info, *options
-    )
+    """,
+)
 
-
-@REWARDS.register("gui_gaussian_coverage")
-def gui_gaussian_coverage(
-    solution_str: str,
-    ground_truth,
-    extra_info: dict | None = None,
-    *,
-    coord_system: str = "absolute",
-    use_smart_resize: bool = False,
-    factor: int = 28,
-    min_pixels: int = QWEN25VL_MIN_PIXELS,
-    max_pixels: int = QWEN25VL_MAX_PIXELS,
-    **kwargs,
-) -> dict:
+gui_gaussian_coverage = _registered_gui_reward(
+    "gui_gaussian_coverage",
+    _coverage_score,
     """GUI-G2 coverage reward in [0, 1]: exp(-Bhattacharyya distance) of predicted and gt box Gaussians.
 
     Needs a predicted box; a bare point scores 0 with ``gui:point_not_box``.
 
     >>> gui_gaussian_coverage("[10, 20, 30, 40]", [10, 20, 30, 40])
     {'score': 1.0, 'error_type': None, 'in_box': 1.0}
-    """
-    options = (coord_system, use_smart_resize, factor, min_pixels, max_pixels)
-
-    def score(click: ParsedClick, gt):
-        if click.box is None:
-            return 0.0, "gui:point_not_box"
-        return gaussian_coverage_score(click.box, gt), None
-
-    return _gui_reward(score, solution_str, ground_truth, extra_info, *options)
+    """,
+)

@@ -42,12 +42,22 @@ def render_report(result: LoadResult, title: str = "agentic_verl trajectories", 
         "body": "\n".join(_trajectory(f"t{i}", t) for i, t in enumerate(trajectories)),
         "data": script_json(filter_data),
     }
-    template = resources.files("agentic_verl.viewer").joinpath("template.html").read_text(encoding="utf-8")
-    # One pass over the template: substituted text is never scanned again for placeholders.
-    page = re.sub(r"\{\{(\w+)\}\}", lambda m: values[m.group(1)], template)
+    page = fill_template("agentic_verl.viewer", "template.html", values)
     # json.loads turns a "\\ud800" escape in a dump into a lone surrogate, which no UTF-8 file can hold: show it
     # as U+FFFD like an undecodable byte (pairs were already joined by json.loads, so every one left is lone).
     return _LONE_SURROGATE.sub("\ufffd", page)
+
+
+def fill_template(package: str, name: str, values: dict[str, str]) -> str:
+    """The HTML template `name` of `package` with each {{key}} replaced by values[key], in one pass: substituted
+    text is never scanned again for placeholders. First, a line `{{page_X}}` becomes page_X.html beside this module,
+    the parts every report shares: page_head (the doctype, the content security policy, the header and filter-bar
+    styles) and page_header (the end of the head, the title and summary)."""
+    viewer = resources.files("agentic_verl.viewer")
+    template = resources.files(package).joinpath(name).read_text(encoding="utf-8")
+    template = re.sub(r"^\{\{(page_\w+)\}\}\n",
+                      lambda m: viewer.joinpath(f"{m.group(1)}.html").read_text(encoding="utf-8"), template, flags=re.M)
+    return re.sub(r"\{\{(\w+)\}\}", lambda m: values[m.group(1)], template)
 
 
 def script_json(value: Any) -> str:

@@ -7,59 +7,61 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
-from agentic_verl.net import free_port
-
 
 # -- servers with verl's server_manager.generate signature -----------------------------------------
-class EngineServer:
-    """`server_manager.generate` over a real model; records every call."""
+class _RecordingServer:
+    """`server_manager.generate` that records every call in `calls` and its answer in `outputs`; subclasses
+    answer in `_answer`."""
 
-    def __init__(self, engine):
-        self.engine = engine
+    def __init__(self):
         self.calls: list[dict] = []
         self.outputs: list = []
 
     async def generate(self, request_id, *, prompt_ids, sampling_params, image_data=None, video_data=None,
                        **kwargs):
-        from verl.workers.rollout.replica import TokenOutput
-
         self.calls.append({"prompt_ids": list(prompt_ids), "sampling_params": dict(sampling_params),
                            "image_data": image_data})
         self.outputs.append(None)  # outputs[i] answers calls[i], whichever concurrent call finishes first
         slot = len(self.outputs) - 1
+        self.outputs[slot] = await self._answer(request_id, prompt_ids, sampling_params)
+        return self.outputs[slot]
+
+
+class EngineServer(_RecordingServer):
+    """`server_manager.generate` over a real model; records every call."""
+
+    def __init__(self, engine):
+        super().__init__()
+        self.engine = engine
+
+    async def _answer(self, request_id, prompt_ids, sampling_params):
+        from verl.workers.rollout.replica import TokenOutput
+
         params = {k: v for k, v in sampling_params.items() if k != "stop"}  # act as a server without stop strings
         out = await self.engine.generate(list(prompt_ids), params, request_id=request_id)
-        output = TokenOutput(token_ids=list(out.token_ids), log_probs=list(out.log_probs or []) or None,
-                             stop_reason=out.stop_reason, extra_fields={"global_steps": 3})
-        self.outputs[slot] = output
-        return output
+        return TokenOutput(token_ids=list(out.token_ids), log_probs=list(out.log_probs or []) or None,
+                           stop_reason=out.stop_reason, extra_fields={"global_steps": 3})
 
 
-class ScriptedServer:
+class ScriptedServer(_RecordingServer):
     """Replays one scripted turn per call. A turn is text (encoded with the tokenizer, special tokens such as
     <|im_end|> included) or a list of token ids. Like vLLM it cuts a turn at `max_tokens` and still answers
     stop_reason "completed". With `honor_stop=True` it also stops after the token that completes a `stop`
     string, as vLLM does (found here by decoding token by token). After the script: empty outputs."""
 
     def __init__(self, tokenizer, turns: list, *, honor_stop: bool = False, logprobs: bool = True):
+        super().__init__()
         self.tokenizer = tokenizer
         self.turns = list(turns)
         self.honor_stop = honor_stop
         self.logprobs = logprobs
-        self.calls: list[dict] = []
-        self.outputs: list = []
 
-    async def generate(self, request_id, *, prompt_ids, sampling_params, image_data=None, video_data=None,
-                       **kwargs):
+    async def _answer(self, request_id, prompt_ids, sampling_params):
         from verl.workers.rollout.replica import TokenOutput
 
-        self.calls.append({"prompt_ids": list(prompt_ids), "sampling_params": dict(sampling_params),
-                           "image_data": image_data})
         turn = self.turns.pop(0) if self.turns else []
         ids = list(turn) if isinstance(turn, list) else self.tokenizer.encode(turn, add_special_tokens=False)
         ids = ids[: int(sampling_params.get("max_tokens", len(ids)))]
@@ -70,10 +72,7 @@ class ScriptedServer:
                     ids = ids[:n]
                     break
         logprobs = [-0.25 - 0.001 * i for i in range(len(ids))] if self.logprobs else None
-        output = TokenOutput(token_ids=ids, log_probs=logprobs, stop_reason="completed",
-                             extra_fields={"global_steps": 7})
-        self.outputs.append(output)
-        return output
+        return TokenOutput(token_ids=ids, log_probs=logprobs, stop_reason="completed", extra_fields={"global_steps": 7})
 
 
 # -- verl config and loop construction --------------------------------------------------------------
@@ -143,28 +142,24 @@ CORPUS = [
 ]
 
 
-class _ThreadedServer:
-    def __init__(self, app):
-        import uvicorn
+def recording_retrieval_server(index_dir: Path):
+    """The project's /retrieve app over the index at `index_dir`, started in a thread (`.stop()` it);
+    `.service.calls` lists each search's queries."""
+    from agentic_verl.retrieval.server import ThreadedServer, create_app
+    from agentic_verl.retrieval.service import RetrievalService
 
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                                    access_log=False))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+    class RecordingService(RetrievalService):
+        calls: list[list[str]]
 
-    def start(self):
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("retrieval test server did not start")
-            time.sleep(0.02)
-        return self
+        async def search(self, queries, topk=3):
+            self.calls.append(list(queries))
+            return await super().search(queries, topk)
 
-    def stop(self):
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
+    service = RecordingService.from_index_dir(index_dir, cache_size=0)
+    service.calls = []
+    server = ThreadedServer(create_app(service)).start()
+    server.service = service
+    return server
 
 
 def sample(messages: list[dict], **extra: Any) -> dict:

@@ -21,7 +21,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from agent_loop_helpers import CORPUS, _ThreadedServer
+from agent_loop_helpers import CORPUS, recording_retrieval_server
 
 # Registering our loops in verl: exactly what `import verl` does through the entry point.
 import agentic_verl.plugin  # noqa: F401
@@ -96,24 +96,12 @@ def smol_engine(smol_dir):
 def retrieval_server(tmp_path_factory):
     """The project's /retrieve app over a bm25s index of CORPUS; `.service.calls` lists each search's queries."""
     from agentic_verl.retrieval.index import build_index
-    from agentic_verl.retrieval.server import create_app
-    from agentic_verl.retrieval.service import RetrievalService
-
-    class RecordingService(RetrievalService):
-        calls: list[list[str]]
-
-        async def search(self, queries, topk=3):
-            self.calls.append(list(queries))
-            return await super().search(queries, topk)
 
     folder = tmp_path_factory.mktemp("retrieval")
     corpus = folder / "corpus.jsonl"
     corpus.write_text("".join(json.dumps(doc) + "\n" for doc in CORPUS))
     build_index(corpus, folder / "index", show_progress=False)
-    service = RecordingService.from_index_dir(folder / "index", cache_size=0)
-    service.calls = []
-    server = _ThreadedServer(create_app(service)).start()
-    server.service = service
+    server = recording_retrieval_server(folder / "index")
     yield server
     server.stop()
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from agent_loop_helpers import _ThreadedServer
+from agent_loop_helpers import recording_retrieval_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import bench_agent_loop as bench  # noqa: E402
@@ -19,22 +19,9 @@ QUESTIONS, SAMPLES, REPEATS, SEARCHES = 3, 2, 2, 2
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     """A small toy world, its bm25s index, and the project's /retrieve app over it that records every search."""
-    from agentic_verl.retrieval.server import create_app
-    from agentic_verl.retrieval.service import RetrievalService
-
-    class RecordingService(RetrievalService):
-        calls: list[list[str]]
-
-        async def search(self, queries, topk=3):
-            self.calls.append(list(queries))
-            return await super().search(queries, topk)
-
     folder = tmp_path_factory.mktemp("bench_world")
     world_dir, index = bench.prepare_world(folder, entities=8, world_seed=0)
-    service = RecordingService.from_index_dir(index, cache_size=0)
-    service.calls = []
-    server = _ThreadedServer(create_app(service)).start()
-    server.service = service
+    server = recording_retrieval_server(index)
     yield world_dir, server
     server.stop()
 

@@ -4,19 +4,17 @@ sample's query) and a pass-through proxy that can fail its first requests. Both 
 from __future__ import annotations
 
 import json
-import threading
 import urllib.error
 import urllib.request
-from http.server import ThreadingHTTPServer
 
-from json_endpoint import JsonHandler
+from json_endpoint import JsonHandler, LoopbackServer
 
 # which prompt a request is, by a sentence of the packaged prompt file
 PROMPT_MARKERS = {"is_call": "reference answer in the data set", "solvable": "fully handled by calling",
                   "reasoning": "Reasoning written for this request", "regenerate": "previous response was rejected"}
 
 
-class _Server:
+class _Server(LoopbackServer):
     def __init__(self, handler_cls):
         self.requests: list[dict] = []
         self.fail_next = 0  # answer this many POSTs with HTTP 503 first
@@ -25,18 +23,7 @@ class _Server:
         class Handler(handler_cls):
             server_owner = owner
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                       daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler)
 
     def posts(self) -> int:
         return sum(1 for r in self.requests if r["method"] == "POST")

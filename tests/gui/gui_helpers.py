@@ -7,11 +7,9 @@ from __future__ import annotations
 import base64
 import io
 import json
-import threading
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
-from json_endpoint import JsonHandler
+from json_endpoint import JsonHandler, LoopbackServer
 
 # Model and data text that would run if a page did not escape it.
 XSS = "</script><script>document.body.setAttribute('data-pwned','1')</script><img src=x onerror=alert(1)>"
@@ -101,7 +99,7 @@ def write_gui_actor(folder: Path, screens) -> Path:
     return path
 
 
-class ScriptedChatServer:
+class ScriptedChatServer(LoopbackServer):
     """An OpenAI-compatible `/v1/models` + `/v1/chat/completions` on 127.0.0.1 that plays a grounding model: it
     decodes the screenshot from the request's data URL, resizes its size as Qwen2.5-VL's processor would
     (`smart_resize`, 28-pixel factor, the given min/max pixels) and answers `answer(instruction, resized_size,
@@ -142,18 +140,7 @@ class ScriptedChatServer:
                 return self.send_json({"choices": [{"message": {"role": "assistant", "content": reply},
                                                         "finish_reason": "stop"}]})
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        super().__init__(Handler)
 
 
 class ScriptedPredictor:

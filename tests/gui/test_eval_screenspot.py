@@ -125,7 +125,7 @@ def test_recipe_passes_flags_the_command_accepts(tmp_path):
     stand_in.write_text('#!/usr/bin/env bash\nprintf "%s\\n" "$@" > "$RECORD_FILE"\n')
     stand_in.chmod(0o755)
     record = tmp_path / "argv.txt"
-    env = {**os.environ, "MODEL_PATH": "/models/v2p-7b", "DATA": "/data/ScreenSpot-v2 /data/ScreenSpot-Pro",
+    env = {**os.environ, "MODEL_PATH": "/models/v2p-7b", "DATA_DIR": "/data",
            "RECORD_FILE": str(record), "AGENTIC_VERL": str(stand_in)}
     env.pop("AGENTIC_VERL_DEVICE", None)
     refused = subprocess.run(["bash", str(REPO / "recipes/v2p/eval_screenspot.sh")], cwd=REPO, capture_output=True,

@@ -7,29 +7,18 @@ Skipped where Chromium is not installed (apt-get install -y chromium), as tests/
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 from gui_helpers import XSS, ScriptedPredictor, centre, write_seeclick
+from headless_chromium import dump_dom, needs_chromium, screenshot
 
 from agentic_verl.data.gui_grounding import load_grounding
 from agentic_verl.eval.screenspot import ScreenSpotSettings, evaluate
 from agentic_verl.eval.screenspot_report import ScreenSpotReport
 
-CHROMIUM = next((path for path in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser"))
-                 if path and Path(path).exists()), None)
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="headless browser check needs Chromium at /usr/bin/chromium "
-                                "(apt-get install -y chromium); not installed here")
-
-
-def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    profile = tmp_path / f"profile-{len(list(tmp_path.glob('profile-*')))}"
-    command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-               "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}", *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=180)
+pytestmark = needs_chromium
 
 
 @pytest.fixture(scope="module")
@@ -66,9 +55,7 @@ def _hidden(dom: str) -> dict[str, bool]:
     ("?group=web", 4),  # screen 2
 ])
 def test_filters_run_in_headless_chromium(report, tmp_path, query, shown):
-    proc = _chromium(tmp_path, "--dump-dom", report.as_uri() + query)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    dom = proc.stdout
+    dom = dump_dom(tmp_path, report, query)
     assert 'data-filter-applied="true"' in dom  # the inline script ran
     assert f"{shown} of 12 samples shown" in dom
     hidden = _hidden(dom)
@@ -84,10 +71,7 @@ def test_filters_run_in_headless_chromium(report, tmp_path, query, shown):
 def test_screenshot_renders_the_overlays(report, tmp_path):
     from PIL import Image
 
-    shot = tmp_path / "report.png"
-    proc = _chromium(tmp_path, "--window-size=1280,1400", f"--screenshot={shot}", report.as_uri())
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    with Image.open(shot) as image:
+    with Image.open(screenshot(tmp_path, report, 1280, 1400)) as image:
         assert image.size == (1280, 1400)
         pixels = np.asarray(image.convert("RGB")).reshape(-1, 3).astype(int)
     red = ((pixels[:, 0] > 200) & (pixels[:, 1] < 80) & (pixels[:, 2] < 80)).sum()  # click markers (#e0241b)

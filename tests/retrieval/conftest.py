@@ -14,8 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -72,24 +70,10 @@ def retrieval_server(tiny_index_dir, tmp_path_factory):
 @contextlib.contextmanager
 def serve_app_in_thread(app):
     """Run an ASGI app with uvicorn in a thread on 127.0.0.1:<free port>; yields the base URL."""
-    import uvicorn
+    from agentic_verl.retrieval.server import ThreadedServer
 
-    from agentic_verl.net import free_port
-
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", access_log=False))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with ThreadedServer(app, log_level="error") as server:
+        yield server.url
 
 
 class ScriptedServer:

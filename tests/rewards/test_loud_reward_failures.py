@@ -85,15 +85,21 @@ def test_a_bad_ground_truth_is_counted_and_logged(caplog):
     assert result["reward/ast/bad_ground_truth"] == 1.0 and result["reward/fc_format/bad_ground_truth"] == 0.0
 
 
+def _plant_bug(monkeypatch, module, name: str, error: Exception) -> None:
+    """Replace `module.name` by a function that raises `error`: an exception nobody meant, inside our code."""
+
+    def bug(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(module, name, bug)
+
+
 @pytest.fixture
 def broken_checker(monkeypatch):
     """A bug inside our checker: the parameter check raises an exception nobody meant."""
     import agentic_verl.rewards.bfcl.check as check
 
-    def bug(*args, **kwargs):
-        raise TypeError("checker bug")
-
-    monkeypatch.setattr(check, "_check_param", bug)
+    _plant_bug(monkeypatch, check, "_check_param", TypeError("checker bug"))
 
 
 def test_a_checker_bug_is_logged_and_distinct_in_an_evaluation(broken_checker, caplog):
@@ -117,10 +123,7 @@ def test_a_checker_bug_is_a_counted_reward_exception(broken_checker):
 def broken_decoder(monkeypatch):
     import agentic_verl.rewards.fc_format as module
 
-    def bug(*args, **kwargs):
-        raise KeyError("decoder bug")
-
-    monkeypatch.setattr(module, "decode", bug)
+    _plant_bug(monkeypatch, module, "decode", KeyError("decoder bug"))
 
 
 def test_a_decoder_bug_is_not_the_models_format_failure(broken_decoder, caplog):

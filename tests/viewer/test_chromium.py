@@ -7,25 +7,14 @@ Skipped where Chromium is not installed (CI machines are fresh); install it with
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from headless_chromium import dump_dom, needs_chromium, screenshot
 
 from agentic_verl.viewer import load_dumps, render_report
 
-CHROMIUM = next((path for path in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser"))
-                 if path and Path(path).exists()), None)
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="headless browser check needs Chromium at /usr/bin/chromium "
-                                "(apt-get install -y chromium); not installed here")
-
-
-def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    profile = tmp_path / f"profile-{len(list(tmp_path.glob('profile-*')))}"
-    command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-               "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}", *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=180)
+pytestmark = needs_chromium
 
 
 @pytest.fixture
@@ -48,9 +37,7 @@ def _hidden_sections(dom: str) -> dict[str, bool]:
     ("?agent=function_call&max=0.2", {"t1"}, "1 of 4"),  # filters combine
 ])
 def test_filter_code_runs_in_headless_chromium(report, tmp_path, query, visible, count):
-    proc = _chromium(tmp_path, "--dump-dom", report.as_uri() + query)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    dom = proc.stdout
+    dom = dump_dom(tmp_path, report, query)
     assert 'data-filter-applied="true"' in dom  # the inline script ran
     assert f"{count} trajectories shown" in dom
     hidden = _hidden_sections(dom)
@@ -62,10 +49,7 @@ def test_filter_code_runs_in_headless_chromium(report, tmp_path, query, visible,
 
 
 def test_screenshot_renders(report, tmp_path):
-    shot = tmp_path / "report.png"
-    proc = _chromium(tmp_path, "--window-size=1280,1600", f"--screenshot={shot}", report.as_uri())
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    data = shot.read_bytes()
+    data = screenshot(tmp_path, report, 1280, 1600).read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
     assert (width, height) == (1280, 1600)

@@ -284,14 +284,4 @@ def _initializer(c: Cursor) -> Node:
 
 def _skip_braces(c: Cursor) -> int:
     """Skip an anonymous class body (`{{ put("k", 1); }}`), which BFCL's rendering drops."""
-    depth = 0
-    while True:
-        tok = c.take()
-        if tok.kind == "eof":
-            raise SyntaxFailure("unclosed class body")
-        if tok.text == "{" and tok.kind == "op":
-            depth += 1
-        elif tok.text == "}" and tok.kind == "op":
-            depth -= 1
-            if depth == 0:
-                return tok.end
+    return c.skip_balanced("{", "}", "class body")

@@ -179,17 +179,7 @@ def _arrow_body(c: Cursor):
 
 
 def _skip_block(c: Cursor) -> int:
-    depth = 0
-    while True:
-        tok = c.take()
-        if tok.kind == "eof":
-            raise SyntaxFailure("unclosed block")
-        if tok.kind == "op" and tok.text in "{":
-            depth += 1
-        elif tok.kind == "op" and tok.text == "}":
-            depth -= 1
-            if depth == 0:
-                return tok.end
+    return c.skip_balanced("{", "}", "block")
 
 
 def _conditional(c: Cursor):
@@ -327,15 +317,7 @@ def _primary(c: Cursor):
 
 def _args_params(c: Cursor) -> None:
     c.expect("(")
-    depth = 1
-    while depth:
-        tok = c.take()
-        if tok.kind == "eof":
-            raise SyntaxFailure("unclosed parameter list")
-        if tok.kind == "op" and tok.text in "([{":
-            depth += 1
-        elif tok.kind == "op" and tok.text in ")]}":
-            depth -= 1
+    c.skip_balanced("([{", ")]}", "parameter list", depth=1)
 
 
 def _object(c: Cursor) -> int:

@@ -118,3 +118,18 @@ class Cursor:
         if not self.at(text):
             raise SyntaxFailure(f"expected {text!r} at {self.tok.start}, found {self.tok.text!r}")
         return self.take()
+
+    def skip_balanced(self, opens: str, closes: str, what: str, depth: int = 0) -> int:
+        """Take tokens until the brackets are balanced again (`depth`: how many are open already); the end offset
+        of the closing one. Only operator tokens among the characters `opens` / `closes` count; the end of input
+        first is SyntaxFailure("unclosed `what`")."""
+        while True:
+            tok = self.take()
+            if tok.kind == "eof":
+                raise SyntaxFailure(f"unclosed {what}")
+            if tok.kind == "op" and tok.text in opens:
+                depth += 1
+            elif tok.kind == "op" and tok.text in closes:
+                depth -= 1
+                if depth == 0:
+                    return tok.end

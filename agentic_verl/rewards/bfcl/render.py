@@ -76,7 +76,8 @@ def render_calls(calls: list[dict], language: str = "python", functions: list[di
     return "[" + ", ".join(parts) + "]"
 
 
-def _java_literal(value) -> str:
+def _scalar_literal(value) -> str:
+    """null, true / false, a number or a double-quoted string: a scalar as Java and JavaScript both write it."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -92,7 +93,7 @@ def java_text(value, java_type: str, item_type: str | None = None) -> str:
     if java_type == "char":
         return f"'{value}'"
     if java_type == "any":
-        return _java_literal(value)
+        return _scalar_literal(value)
     if java_type == "boolean":
         return "true" if value else "false"
     if java_type == "long":
@@ -102,7 +103,7 @@ def java_text(value, java_type: str, item_type: str | None = None) -> str:
     if java_type in ("integer", "byte", "short", "double"):
         return repr(value)
     if java_type in ("Array", "ArrayList", "HashMap") and not isinstance(value, (list, tuple, dict)):
-        return _java_literal(value)
+        return _scalar_literal(value)
     if java_type == "Array":
         items = ", ".join(str(item) if item_type in ("String", "char", "any") else java_text(item, item_type or "any")
                           for item in value)  # fmt: skip
@@ -114,9 +115,9 @@ def java_text(value, java_type: str, item_type: str | None = None) -> str:
         return f"new ArrayList<>(Arrays.asList({items}))"
     if java_type == "HashMap":
         pairs = value.items() if isinstance(value, dict) else enumerate(value)
-        puts = " ".join(f"put({json.dumps(str(k))}, {_java_literal(v)});" for k, v in pairs)
+        puts = " ".join(f"put({json.dumps(str(k))}, {_scalar_literal(v)});" for k, v in pairs)
         return f"'new HashMap<String, Object>() {{{{ {puts} }}}}'"
-    return _java_literal(value)
+    return _scalar_literal(value)
 
 
 def _java_string(value: str, declared_string: bool) -> str:
@@ -159,14 +160,8 @@ def js_text(value, js_type: str, item_type: str | None = None) -> str:
 
 
 def _js_literal(value) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_js_literal(item) for item in value) + "]"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{json.dumps(str(k))}: {_js_literal(v)}" for k, v in value.items()) + "}"
-    return json.dumps(str(value))
+    return _scalar_literal(value)

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _backends_testlib import DOG, KITTEN, PARAPHRASE_QUERY, RARE, make_passages, run_without
+from _backends_testlib import (
+    DOG,
+    KITTEN,
+    PARAPHRASE_QUERY,
+    RARE,
+    built_and_opened,
+    make_passages,
+    results_before_and_after_reload,
+    run_without,
+)
 
 from agentic_verl.retrieval.backends.dense_encoder import BGE_QUERY_INSTRUCTION, CONVENTIONS, resolve_convention
 from agentic_verl.retrieval.index import build_index, load_index, read_meta
@@ -13,17 +22,8 @@ pytestmark = pytest.mark.dense
 
 
 @pytest.fixture(scope="module")
-def flat_dir(corpus_path, tmp_path_factory):
-    out = tmp_path_factory.mktemp("dense") / "flat"
-    build_index(corpus_path, out, "dense", show_progress=False)
-    return out
-
-
-@pytest.fixture(scope="module")
-def flat(flat_dir):
-    opened = load_index(flat_dir)
-    yield opened
-    opened.close()
+def flat(corpus_path, tmp_path_factory):
+    yield from built_and_opened(corpus_path, tmp_path_factory, "dense")
 
 
 def test_paraphrase_ranks_first(flat):
@@ -48,7 +48,8 @@ def test_topk_larger_than_the_corpus_returns_every_passage_once(flat):
     assert len(hits) == len({p.id for p in hits}) == 203
 
 
-def test_meta_and_stored_embeddings(flat_dir, flat):
+def test_meta_and_stored_embeddings(flat):
+    flat_dir = flat.path
     meta = read_meta(flat_dir)
     assert meta["backend"] == "dense" and meta["passages"] == 203
     assert meta["model"] == "sentence-transformers/all-MiniLM-L6-v2" and meta["convention"] == "none"
@@ -63,14 +64,8 @@ def test_meta_and_stored_embeddings(flat_dir, flat):
     np.testing.assert_allclose(embeddings[row], flat.backend.encoder.passages([KITTEN[1]])[0], atol=1e-5)
 
 
-def test_reload_from_disk_gives_the_same_results(flat, flat_dir):
-    queries = [PARAPHRASE_QUERY, "honey bread", "clock repair"]
-    before = [[(p.id, round(p.score, 5)) for p in hits] for hits in flat.search(queries, topk=5)]
-    reopened = load_index(flat_dir)
-    try:
-        after = [[(p.id, round(p.score, 5)) for p in hits] for hits in reopened.search(queries, topk=5)]
-    finally:
-        reopened.close()
+def test_reload_from_disk_gives_the_same_results(flat):
+    before, after = results_before_and_after_reload(flat, [PARAPHRASE_QUERY, "honey bread", "clock repair"], digits=5)
     assert after == before
 
 
@@ -144,14 +139,8 @@ def test_bge_query_instruction_with_ivf(corpus_path, tmp_path, flat):
 
 @pytest.mark.parametrize("blocked", ["faiss", "sentence_transformers"])
 def test_missing_extra_names_the_pip_command(corpus_path, tmp_path, blocked):
-    result = run_without([blocked], f"""
-        from agentic_verl.extras import MissingExtraError
-        from agentic_verl.retrieval.index import build_index
-        try:
-            build_index({str(corpus_path)!r}, {str(tmp_path / "x")!r}, "dense", show_progress=False)
-        except MissingExtraError as exc:
-            print("ERROR:", exc)
-    """)
+    result = run_without([blocked], f'build_index({str(corpus_path)!r}, {str(tmp_path / "x")!r}, "dense", '
+                                    "show_progress=False)")
     assert result.returncode == 0, result.stderr
     assert "ERROR:" in result.stdout and "pip install 'agentic_verl[dense]'" in result.stdout
     assert blocked in result.stdout

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from _backends_testlib import KITTEN, PARAPHRASE_QUERY, RARE
+from _backends_testlib import KITTEN, PARAPHRASE_QUERY, RARE, built_and_opened, results_before_and_after_reload
 
 from agentic_verl.retrieval.backends.hybrid import reciprocal_rank_fusion
 from agentic_verl.retrieval.index import build_index, load_index, read_meta
@@ -38,18 +38,9 @@ def test_reciprocal_rank_fusion(rankings, rrf_k, topk, expected):
 
 
 @pytest.fixture(scope="module")
-def hybrid_dir(corpus_path, tmp_path_factory):
-    out = tmp_path_factory.mktemp("hybrid") / "index"
-    build_index(corpus_path, out, "hybrid", show_progress=False, rrf_k=30, depth=10,
-                **{"sparse.k1": 1.2, "dense.faiss_index": "flat"})
-    return out
-
-
-@pytest.fixture(scope="module")
-def hybrid(hybrid_dir):
-    opened = load_index(hybrid_dir)
-    yield opened
-    opened.close()
+def hybrid(corpus_path, tmp_path_factory):
+    yield from built_and_opened(corpus_path, tmp_path_factory, "hybrid", rrf_k=30, depth=10,
+                                **{"sparse.k1": 1.2, "dense.faiss_index": "flat"})
 
 
 @pytest.mark.dense
@@ -69,7 +60,8 @@ def test_fusion_keeps_what_each_retriever_is_good_at(hybrid):
 
 
 @pytest.mark.dense
-def test_meta_and_sub_indexes_are_loadable_on_their_own(hybrid_dir, hybrid):
+def test_meta_and_sub_indexes_are_loadable_on_their_own(hybrid):
+    hybrid_dir = hybrid.path
     meta = read_meta(hybrid_dir)
     assert meta["backend"] == "hybrid" and meta["passages"] == 203
     assert (meta["rrf_k"], meta["depth"], meta["fusion"]) == (30.0, 10, "reciprocal_rank")
@@ -86,14 +78,8 @@ def test_meta_and_sub_indexes_are_loadable_on_their_own(hybrid_dir, hybrid):
 
 
 @pytest.mark.dense
-def test_reload_from_disk_gives_the_same_results(hybrid, hybrid_dir):
-    queries = ["Rottnest quokka", PARAPHRASE_QUERY, "plum pie in Dunmore"]
-    before = [[(p.id, p.score) for p in hits] for hits in hybrid.search(queries, topk=5)]
-    reopened = load_index(hybrid_dir)
-    try:
-        after = [[(p.id, p.score) for p in hits] for hits in reopened.search(queries, topk=5)]
-    finally:
-        reopened.close()
+def test_reload_from_disk_gives_the_same_results(hybrid):
+    before, after = results_before_and_after_reload(hybrid, ["Rottnest quokka", PARAPHRASE_QUERY, "plum pie in Dunmore"])
     assert after == before
 
 

