@@ -1,7 +1,7 @@
 """Retrieval at Wikipedia scale: sharded BM25 and dense IVF-PQ at 1M and 5M passages, extrapolated to 21M.
 
     python benchmarks/bench_retrieval_scale.py                                    # 1M + 5M each (hours; ~40 GB disk)
-    # what the table in docs/measurements.md ran (~1 h on 2 cores):  --passages 1000000,5000000 --dense-passages 1000000,2000000
+    # what the table in docs/results.md ran (~1 h on 2 cores):  --passages 1000000,5000000 --dense-passages 1000000,2000000
     python benchmarks/bench_retrieval_scale.py --passages 50000 --dense-passages 50000 --shard-size 20000  # a check
 
 Per backend and size, one row: build time and peak RSS of `agentic-verl index build --shards N` (a subprocess,

@@ -234,7 +234,7 @@ def engines_main(args) -> int:
         warmup = tokenizer.apply_chat_template([{"role": "user", "content": "Hi"}], add_generation_prompt=True,
                                                tokenize=True, return_dict=False)
         with ServerProcess(["--index", str(Path(tmp) / "index")]) as server:
-            # the settings the measured rows in docs/measurements.md used (eval search's defaults then)
+            # the settings the measured rows in docs/results.md used (eval search's defaults then)
             settings = QAEvalSettings(data=[str(world / "test.jsonl")], retrieval_url=server.url, model=str(model),
                                       limit=args.questions, mode="sq", temperature=args.temperature, top_p=1.0,
                                       max_turns=args.max_turns, max_tokens_per_turn=args.max_tokens_per_turn,

@@ -4,7 +4,7 @@ rag_r1 loop, the live retrieval server), SFT through `torchrun verl.trainer.sft_
 tiny random Qwen2, on one GPU with vLLM at 30% of its memory.
 
 Run on a GPU machine: `make test-gpu` (= `pytest -m gpu tests/gpu` after installing verl[vllm]==0.9.1).
-The CPU counterparts are tests/cpu/test_e2e_grpo.py, test_e2e_vllm.py and test_sft.py."""
+The CPU counterparts are tests/cpu/test_e2e_vllm.py and tests/cpu/test_sft.py."""
 
 from __future__ import annotations
 
