@@ -1,5 +1,5 @@
 """`make gpu-wheelhouse` downloads what `make install-gpu` installs, and `install-gpu GPU_WHEELHOUSE=DIR` installs
-from DIR only (docs/install.md, "A GPU machine without network"). Read from make's own dry run (`make -n`), so the
+from DIR only (docs/gpu_cluster.md, "A GPU machine without network"). Read from make's own dry run (`make -n`), so the
 Makefile's real commands are checked; the wheelhouse itself (several GB of CUDA wheels) is not downloaded here:
 tests/test_install_resolution.py resolves the same GPU stack against PyPI in every `make test`."""
 

@@ -2,16 +2,14 @@
 runs them: GRPO through `main_ppo` with verl's vLLM rollout, the rag_r1 loop and the live retrieval server, and SFT
 through verl's SFT trainer; 2 steps each on the tiny random Qwen2.
 
-Run on a GPU machine with `make test-gpu-megatron` (install/megatron.txt + TransformerEngine: the recipes' default
-MEGATRON_BRIDGE=mbridge). Without them these tests fail (saying what is missing) rather than skip. They have never
-run: no session had a GPU machine with these installed (docs/install.md, "Megatron: status"). Megatron does not run
-on a CPU without patching megatron-core itself (docs/install.md, "Megatron on a CPU"); on this repository's CPU CI
+Run on a GPU machine with `make test-gpu-megatron` (install/megatron.txt + TransformerEngine: the recipes' bridge,
+mbridge: vanilla_mbridge in recipes/_common/engine/megatron_*.yaml). Without them these tests fail (saying what is missing) rather than skip. They have never
+run: no session had a GPU machine with these installed (docs/megatron.md, "Status"). Megatron does not run
+on a CPU without patching megatron-core itself (docs/megatron.md, "Megatron on a CPU: where it stops"); on this repository's CPU CI
 the same runs are composed with verl's configs and validated as verl's trainers validate them
 (tests/gpu/test_gpu_runs_compose.py)."""
 
 from __future__ import annotations
-
-import os
 
 import pytest
 from cpu.cpu_backend_helpers import pretokenized_sft_parquet  # tests/ is on sys.path
@@ -33,7 +31,7 @@ pytestmark = [*GPU_RUN_MARKS, pytest.mark.megatron]
 
 @pytest.fixture(autouse=True)
 def _megatron_installed():
-    missing = megatron_missing(os.environ.get("MEGATRON_BRIDGE", "mbridge"))  # recipes/_common/engine.sh's default
+    missing = megatron_missing("mbridge")  # the recipes' engine YAML: vanilla_mbridge True
     if missing:
         pytest.fail(missing)
 
