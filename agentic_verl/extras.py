@@ -39,7 +39,7 @@ def require(module: str, purpose: str) -> ModuleType:
 # whose layers both bridges build. verl's engine/megatron.yaml `vanilla_mbridge`: False (verl 0.9.1's default) ->
 # NVIDIA's Megatron-Bridge (`megatron.bridge`, verl/models/mcore/bridge.py), True -> the legacy `mbridge`
 # (verl/models/mcore/mbridge.py), the one `make test-gpu-megatron` installs (install/megatron.txt) and the recipes
-# select (MEGATRON_BRIDGE=mbridge, recipes/_common/engine.sh).
+# select (vanilla_mbridge: True in recipes/_common/engine/megatron_*.yaml).
 MEGATRON_BRIDGE_MODULES = {"megatron-bridge": "megatron.bridge", "mbridge": "mbridge"}
 
 
@@ -70,7 +70,7 @@ def verl_default_megatron_bridge() -> str:
 
 def megatron_missing(bridge: str | None = None) -> str | None:
     """Why verl's Megatron engine cannot start here, or None. `bridge`: 'mbridge' or 'megatron-bridge' (the
-    recipe's MEGATRON_BRIDGE); None: verl's config default.
+    recipes' engine YAML: mbridge); None: verl's config default.
 
     >>> megatron_missing("bridge9")
     Traceback (most recent call last):

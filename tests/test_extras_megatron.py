@@ -52,7 +52,7 @@ def test_verl_selects_megatron_bridge_by_default():
     # megatron-bridge alone fills the `megatron` namespace but is not megatron-core
     (None, ["megatron-bridge", "transformer-engine"], ["megatron.core"]),
     (None, ["megatron-core", "megatron-bridge", "transformer-engine"], []),
-    # the recipes' MEGATRON_BRIDGE=mbridge (install/megatron.txt): no megatron.bridge needed
+    # the recipes' bridge, mbridge (recipes/_common/engine/, install/megatron.txt): no megatron.bridge needed
     ("mbridge", ["megatron-core", "mbridge", "transformer-engine"], []),
     ("mbridge", ["megatron-core", "megatron-bridge", "transformer-engine"], ["mbridge"]),
     ("megatron-bridge", ["megatron-core", "mbridge"], ["megatron.bridge", "transformer_engine.pytorch"]),

@@ -81,7 +81,7 @@ def test_passes_on_a_good_setup_and_prints_the_arithmetic(capsys, rag_data, tiny
     assert code == 0, out
     assert _fails(out) == []
     assert f"ok    train data: {rag_data['sq_train']}: 2 rows, mode sq" in out
-    assert "ok    mode: sq (the data's) = RAG_MODE" in out
+    assert "ok    mode: sq (the data's) = the run's" in out
     # a real search with the first training question reached the index
     assert "ok    retrieval: " + retrieval_server.url + ": /health ok; /retrieve 'Who wrote Hamlet?' -> 2 passage(s)" in out
     # one GPU of 80 GiB: actor 16 B/param, no reference model (verl's default use_kl_loss=False), vLLM's 0.5 share
@@ -158,7 +158,7 @@ def test_refuses_a_mode_the_data_was_not_written_for(capsys, rag_data, tiny_mode
     code, out = _preflight(capsys, *args, "--mode", "mq")
     assert code == 1
     [fail] = _fails(out)
-    assert "RAG_MODE=mq but the data's prompts were written for sq" in fail
+    assert "the run's mode mq but the data's prompts were written for sq" in fail
     assert "agentic-verl data rag-r1 --questions ... --out DIR --mode mq" in fail
     # train and validation written for different modes
     code, out = _preflight(capsys, *args, "--val", str(rag_data["mq_test"]))
@@ -278,7 +278,8 @@ printf '%s\\n' "$@" > "$RECORD_FILE"
 """
 
 
-def _run_recipe(recipe: str, tmp_path: Path, env: dict[str, str]) -> tuple[subprocess.CompletedProcess, list[str]]:
+def _run_recipe(recipe: str, tmp_path: Path, env: dict[str, str],
+                args: tuple[str, ...] = ()) -> tuple[subprocess.CompletedProcess, list[str]]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     (bin_dir / "python3").write_text(_PYTHON3.format(python=sys.executable))
@@ -288,7 +289,7 @@ def _run_recipe(recipe: str, tmp_path: Path, env: dict[str, str]) -> tuple[subpr
     full_env = {key: value for key, value in os.environ.items() if key not in ("AGENTIC_VERL_DEVICE", "VERL_PLATFORM")}
     full_env.update({"PATH": os.pathsep.join([str(bin_dir), os.path.dirname(sys.executable), os.environ["PATH"]]),
                      "RECORD_FILE": str(record), "GPU_MEMORY_GB": "80", "N_GPUS": "1", **env})
-    proc = subprocess.run(["bash", str(REPO / "recipes" / recipe)], cwd=tmp_path, env=full_env, capture_output=True,
+    proc = subprocess.run(["bash", str(REPO / "recipes" / recipe), *args], cwd=tmp_path, env=full_env, capture_output=True,
                           text=True, timeout=120)
     argv = record.read_text().splitlines() if record.exists() else []
     return proc, argv[argv.index("-m") + 2:] if "-m" in argv else []
@@ -301,18 +302,19 @@ def test_recipe_defaults_rag_mode_to_the_data_and_refuses_another(recipe, rag_da
            "VAL_FILE": str(rag_data["sq_test"]), "RETRIEVAL_URL": retrieval_server.url}
     proc, overrides = _run_recipe(recipe, tmp_path, env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "+actor_rollout_ref.rollout.custom.rag_r1.mode=sq" in overrides  # the data's mode, RAG_MODE unset
+    assert "++actor_rollout_ref.rollout.custom.rag_r1.mode=sq" in overrides  # the data's mode
     assert overrides[:4] == ["--config-path", str(REPO / "recipes"), "--config-name", recipe.removesuffix(".sh")]
     assert "FAIL" not in proc.stdout and "ok    retrieval" in proc.stdout
 
-    proc, overrides = _run_recipe(recipe, tmp_path, {**env, "RAG_MODE": "mq"})
+    mq = ("++actor_rollout_ref.rollout.custom.rag_r1.mode=mq",)  # a run-level mode on the command line
+    proc, overrides = _run_recipe(recipe, tmp_path, env, mq)
     assert proc.returncode == 1 and overrides == []  # refused before launching verl
-    assert "RAG_MODE=mq but the data's prompts were written for sq" in proc.stdout
+    assert "the run's mode mq but the data's prompts were written for sq" in proc.stdout
     assert "--mode mq" in proc.stdout and "not launching" in proc.stderr
 
     # PREFLIGHT=0 skips every check (the loop itself still refuses the mismatch at its first sample)
-    proc, overrides = _run_recipe(recipe, tmp_path, {**env, "RAG_MODE": "mq", "PREFLIGHT": "0"})
-    assert proc.returncode == 0 and "+actor_rollout_ref.rollout.custom.rag_r1.mode=mq" in overrides
+    proc, overrides = _run_recipe(recipe, tmp_path, {**env, "PREFLIGHT": "0"}, mq)
+    assert proc.returncode == 0 and overrides[-1] == mq[0]
     assert "preflight checks skipped" in proc.stderr
 
 
@@ -369,10 +371,9 @@ def test_sft_recipe_saves_the_hf_folder_the_rl_recipes_read(tiny_model, tmp_path
     assert list(config.checkpoint.save_contents) == ["model", "optimizer", "extra", "hf_model"]
 
 
-# ENGINE=megatron as recipes/_common/engine.sh launches it (main_ppo; the SFT trainer's keys are engine.*)
-MEGATRON_RL = ["model_engine=megatron", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
-               "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2",
-               "actor_rollout_ref.actor.megatron.context_parallel_size=1"]
+# ENGINE=megatron as recipes/_common/engine.sh launches it: verl's own choice; the recipes' YAML then include their
+# engine YAML (recipes/_common/engine/megatron_rl.yaml: TP 2, PP 2; megatron_sft.yaml: TP 4)
+MEGATRON_RL = ["model_engine=megatron"]
 
 
 def test_settings_from_a_megatron_recipe_launch():
@@ -384,9 +385,17 @@ def test_settings_from_a_megatron_recipe_launch():
     assert (settings.param_offload, settings.optimizer_offload) == (False, True)
     fsdp = settings_from_overrides(RagR1Settings("grpo"), launch[:5])
     assert (fsdp.engine, fsdp.tensor_parallel) == ("fsdp", 1)  # main_ppo's `dp`
+    wider = settings_from_overrides(RagR1Settings("grpo"), [*launch, "actor_rollout_ref.actor.megatron."
+                                                                       "tensor_model_parallel_size=4"])
+    assert wider.tensor_parallel == 4  # the command line's size over the engine YAML's
     sft = settings_from_overrides(RagR1Settings("sft"), ["engine=megatron", "engine.tensor_model_parallel_size=4",
                                                          "engine.param_offload=True"])
     assert (sft.engine, sft.tensor_parallel, sft.param_offload) == ("megatron", 4, True)
+    # an SFT recipe's launch, composed (the loss group from agentic_verl/training/config included)
+    sft_launch = ["--config-path", str(REPO / "recipes"), "--config-name", "funreason/sft", "trainer.n_gpus_per_node=8"]
+    sft = settings_from_overrides(RagR1Settings("sft"), [*sft_launch, "engine=megatron", "optim=megatron"])
+    assert (sft.engine, sft.tensor_parallel, sft.pipeline_parallel, sft.n_gpus) == ("megatron", 4, 1, 8)
+    assert settings_from_overrides(RagR1Settings("sft"), sft_launch).engine == "fsdp"
 
 
 @pytest.mark.parametrize("settings, lines", [
@@ -430,7 +439,7 @@ def test_an_over_budget_run_gets_its_engines_offload_keys(tmp_path, engine, stag
     [(level, _, message)] = report.findings
     advice = message.split("Over by", 1)[1]
     assert level == "FAIL" and all(f"{key}=True" in advice for key in keys) and absent not in advice, advice
-    assert ("MEGATRON_TP" in advice) == (engine == "megatron")
+    assert ("tensor_model_parallel_size" in advice) == (engine == "megatron")
     # each suggested key is one of verl's: in its generated main_ppo config for the engine, or its engine config
     if stage == "sft":
         config = _verl_trainer_config(f"engine/{engine}.yaml")

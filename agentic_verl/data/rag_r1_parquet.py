@@ -11,8 +11,8 @@ Each row is what verl's RLHFDataset and our agent loop read:
 
 The instructions come from `agentic_verl.agent_loops.prompts` (the same text the agent loop was written for), in
 its single-query (`sq`) or multi-query (`mq`) variant. The file is the one source of truth for the mode: its
-prompts were written for one, `extra_info.rag_r1.mode` records it, the recipes read it back with `read_mode` (their
-RAG_MODE defaults to it; `agentic-verl preflight` refuses one that differs), and the agent loop raises when a
+prompts were written for one, `extra_info.rag_r1.mode` records it, the recipes read it back with `read_mode` (a
+run-level mode given as an override must match it: `agentic-verl preflight` refuses one that differs), and the agent loop raises when a
 run-level mode disagrees with a row's.
 """
 

@@ -1,5 +1,6 @@
 """Demo summaries: what each miniature's stages scored (from the evaluations' own result.json), its training curves
-(verl's file logger), a table per run and across seeds, and inline-SVG plots. docs/demo_report.md."""
+(verl's file logger), a table per run and across seeds, and inline-SVG plots. docs/demo_report.md. The learning
+demo (`make demo-learn`): its task in learning.py, its report in learning_report.py, its steps in learn.py."""
 
 from agentic_verl.demo.methods import METHODS, get_method
 from agentic_verl.demo.page import render_seeds_page

@@ -1,5 +1,6 @@
-"""seeds.html: the seeds table, the gains and the plots across seeds, as one static, self-contained page (inline
-SVG, no script; every text from the summaries escaped; a Content-Security-Policy that loads nothing)."""
+"""The demos' static, self-contained pages (inline SVG, no script; every text from files escaped; a
+Content-Security-Policy that loads nothing): seeds.html (the seeds table, the gains and the plots across seeds) and,
+through `html_page`, the learning demo's report (learning_report.py)."""
 
 from __future__ import annotations
 
@@ -30,24 +31,32 @@ _PAGE = """<!DOCTYPE html>
 <body>
 <header><h1>{title}</h1></header>
 <main>
-<table id="seeds">{table}</table>
-<ul class="gains">{gains}</ul>
-{plots}
-<p>Sources: {sources}</p>
+{body}
 </main>
 </body>
 </html>
 """
 
 
+def html_page(title: str, body: str) -> str:
+    """A page of the demos' style: `title` is escaped here, `body` is HTML whose file text the caller escaped."""
+    return _PAGE.format(title=html.escape(title), body=body)
+
+
+def html_table(header: list[str], rows: list[list[str]], table_id: str, last_row_class: str = "") -> str:
+    """A table, every cell escaped; `last_row_class` marks the last row (e.g. a mean)."""
+    e = html.escape
+    marked = f' class="{e(last_row_class, quote=True)}"' if last_row_class else ""
+    return (f'<table id="{e(table_id, quote=True)}"><tr>' + "".join(f"<th>{e(h)}</th>" for h in header) + "</tr>"
+            + "".join(f"<tr{marked if i == len(rows) - 1 else ''}>" + "".join(f"<td>{e(c)}</td>" for c in r)
+                      + "</tr>" for i, r in enumerate(rows)) + "</table>")
+
+
 def render_seeds_page(summaries: list[dict]) -> str:
     header, rows = seeds_table(summaries)
     e = html.escape
-    table = "<tr>" + "".join(f"<th>{e(h)}</th>" for h in header) + "</tr>" + "".join(
-        f'<tr{" class=mean" if i == len(rows) - 1 else ""}>' + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>"
-        for i, r in enumerate(rows))  # the last row is the mean over seeds
     first = summaries[0]
-    return _PAGE.format(
-        title=e(f"{first['method']} demo: {first['metric']} over {len(summaries)} seed(s)"),
-        table=table, gains="".join(f"<li>{e(line)}</li>" for line in gain_lines(summaries)),
-        plots=seeds_plots(summaries), sources=e(", ".join(s.get("_path", "?") for s in summaries)))
+    body = (html_table(header, rows, "seeds", last_row_class="mean")  # the last row is the mean over seeds
+            + '<ul class="gains">' + "".join(f"<li>{e(line)}</li>" for line in gain_lines(summaries)) + "</ul>"
+            + seeds_plots(summaries) + f"<p>Sources: {e(', '.join(s.get('_path', '?') for s in summaries))}</p>")
+    return html_page(f"{first['method']} demo: {first['metric']} over {len(summaries)} seed(s)", body)

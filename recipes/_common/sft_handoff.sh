@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# Sourced by the recipes that start from an earlier stage's checkpoint: rag_r1/{ppo,grpo}.sh (via rag_r1.sh),
-# funreason/grpo_ast.sh, funreason_mt/grpo.sh, v2p/sft_full.sh.
+# Sourced by recipes/_common/launch.sh (and v2p/sft_full.sh before it): the stages that start from an earlier stage's
+# checkpoint, rag_r1/{ppo,grpo}.sh (through rag_r1.sh), funreason/grpo_ast.sh, funreason_mt/grpo.sh, v2p/sft_full.sh.
 #
 # stage_model_path DIR HINT: MODEL_PATH, when unset, becomes the HF folder of the latest checkpoint a verl trainer
 #   saved in DIR, wherever its engine wrote it (ENGINE=fsdp: global_step_N/huggingface, ENGINE=megatron:

@@ -17,39 +17,35 @@
 #           otherwise), DEMO_SCRIPT (run this script instead of the method's demo, e.g. a variant of it); every knob of
 #           the demo script passes through.
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+source "$(dirname "${BASH_SOURCE[0]}")/../_common/demo.sh"     # ROOT, AGENTIC_VERL, demo_fail
 cd "$ROOT"
 
 KNOWN="rag_r1 funreason v2p"
-if (( $# > 1 )); then
-    echo "usage: SEEDS=\"0 1 2\" OUT=DIR bash recipes/demo/seeds.sh [METHOD]  (METHOD: one of $KNOWN)" >&2
-    exit 2
-fi
+(( $# <= 1 )) || demo_fail "usage: SEEDS=\"0 1 2\" OUT=DIR bash recipes/demo/seeds.sh [METHOD]  (METHOD: one of $KNOWN)"
 METHOD=${1:-rag_r1}
 case "$METHOD" in
     rag_r1)    DEMO=recipes/demo/run.sh;        DEFAULT_OUT=outputs/demo_seeds ;;
     funreason) DEMO=recipes/funreason/demo.sh;  DEFAULT_OUT=outputs/demo_seeds_funreason ;;
     v2p)       DEMO=recipes/v2p/demo.sh;        DEFAULT_OUT=outputs/demo_seeds_v2p ;;
-    *) echo "seeds.sh: unknown method '$METHOD'; known: $KNOWN" >&2; exit 2 ;;
+    *) demo_fail "unknown method '$METHOD'; known: $KNOWN" ;;
 esac
 DEMO=${DEMO_SCRIPT:-$DEMO}
 SEEDS=${SEEDS:-0 1 2}
 OUT=${OUT:-$DEFAULT_OUT}
-AGENTIC_VERL=${AGENTIC_VERL:-$ROOT/.venv/bin/agentic-verl}
 
-[[ -f "$DEMO" ]] || { echo "seeds.sh: the $METHOD demo script $DEMO does not exist" >&2; exit 2; }
-[[ -n "${SEEDS// /}" ]] || { echo "seeds.sh: SEEDS is empty" >&2; exit 2; }
+[[ -f "$DEMO" ]] || demo_fail "the $METHOD demo script $DEMO does not exist"
+[[ -n "${SEEDS// /}" ]] || demo_fail "SEEDS is empty"
 RUNS=()
 for seed in $SEEDS; do
-    [[ "$seed" =~ ^[0-9]+$ ]] || { echo "seeds.sh: SEEDS must be non-negative integers, got '$seed'" >&2; exit 2; }
+    [[ "$seed" =~ ^[0-9]+$ ]] || demo_fail "SEEDS must be non-negative integers, got '$seed'"
     RUNS+=("$OUT/seed$seed")
 done
 
 for seed in $SEEDS; do
     echo "==================== $METHOD seed $seed -> $OUT/seed$seed"
     SEED=$seed OUT="$OUT/seed$seed" bash "$DEMO"
-    [[ -f "$OUT/seed$seed/summary.json" ]] || {
-        echo "seeds.sh: $DEMO did not write $OUT/seed$seed/summary.json (agentic-verl demo summary)" >&2; exit 1; }
+    [[ -f "$OUT/seed$seed/summary.json" ]] ||
+        { echo "seeds.sh: $DEMO did not write $OUT/seed$seed/summary.json (agentic-verl demo summary)" >&2; exit 1; }
 done
 
 echo "==================== $METHOD: ${#RUNS[@]} seed(s)"

@@ -20,12 +20,11 @@
 # Runtime:  27-39 min on an idle 2-core machine (notes/lab_notebook.md "FunReason miniature"): over the 20-min goal.
 # Target:   AST accuracy on held-out APIs: after SFT > before (the base model has never seen these APIs or the
 #           format), after GRPO >= after SFT; outputs not cut at the token limit (truncation rate printed per stage).
-# Knobs are environment variables (below); e.g. SEED=1 SFT_STEPS=12 bash recipes/funreason/demo.sh.
+# Knobs are the demo's environment variables (below); e.g. SEED=1 SFT_STEPS=12 bash recipes/funreason/demo.sh.
 # EVAL_SPLIT=dev evaluates on the dev APIs instead (for choosing settings; the test split is for reporting only).
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+source "$(dirname "${BASH_SOURCE[0]}")/../_common/demo.sh"     # ROOT, AGENTIC_VERL, the demo_* helpers
 cd "$ROOT"
-source recipes/_common/demo.sh
 
 OUT=${OUT:-outputs/funreason_demo}
 SEED=${SEED:-0}
@@ -43,47 +42,34 @@ ROLLOUT_N=${ROLLOUT_N:-4}                     # samples per question (the GRPO g
 GRPO_LR=${GRPO_LR:-2e-5}
 MAX_RESPONSE_LENGTH=${MAX_RESPONSE_LENGTH:-160}
 REWARD_CONFIG=${REWARD_CONFIG:-reward_fns/configs/funreason_ast_format.yaml}
-AGENTIC_VERL=${AGENTIC_VERL:-$ROOT/.venv/bin/agentic-verl}
 
-fail() { echo "demo.sh: $*" >&2; exit 2; }
-positive_int() { [[ "$2" =~ ^[1-9][0-9]*$ ]] || fail "$1 must be a positive integer, got '$2'"; }
-for knob in SEED; do [[ "${!knob}" =~ ^[0-9]+$ ]] || fail "$knob must be a non-negative integer, got '${!knob}'"; done
-for knob in EVAL_MAX_TOKENS SFT_STEPS SFT_BATCH_SIZE SFT_MICRO_BATCH_SIZE GRPO_STEPS GRPO_BATCH_SIZE ROLLOUT_N \
-            MAX_RESPONSE_LENGTH; do
-    positive_int "$knob" "${!knob}"
-done
+demo_ints 0 SEED
+demo_ints 1 EVAL_MAX_TOKENS SFT_STEPS SFT_BATCH_SIZE SFT_MICRO_BATCH_SIZE GRPO_STEPS GRPO_BATCH_SIZE ROLLOUT_N \
+    MAX_RESPONSE_LENGTH
+demo_list APIS 3
+demo_list QUESTIONS 3
+demo_split
 read -r -a API_COUNTS <<< "$APIS"
 read -r -a QUESTION_COUNTS <<< "$QUESTIONS"
-(( ${#API_COUNTS[@]} == 3 )) || fail "APIS takes three numbers (train dev test), got '$APIS'"
-(( ${#QUESTION_COUNTS[@]} == 3 )) || fail "QUESTIONS takes three numbers (train dev test), got '$QUESTIONS'"
-for n in "${API_COUNTS[@]}" "${QUESTION_COUNTS[@]}"; do positive_int "APIS / QUESTIONS" "$n"; done
-[[ "$EVAL_SPLIT" == test || "$EVAL_SPLIT" == dev ]] || fail "EVAL_SPLIT must be test or dev, got '$EVAL_SPLIT'"
-(( SFT_BATCH_SIZE % SFT_MICRO_BATCH_SIZE == 0 )) || fail "SFT_BATCH_SIZE must be a multiple of SFT_MICRO_BATCH_SIZE"
+(( SFT_BATCH_SIZE % SFT_MICRO_BATCH_SIZE == 0 )) || demo_fail "SFT_BATCH_SIZE must be a multiple of SFT_MICRO_BATCH_SIZE"
 (( SFT_STEPS * SFT_BATCH_SIZE <= 4 * QUESTION_COUNTS[0] )) ||
-    fail "SFT_STEPS x SFT_BATCH_SIZE must not exceed the $((4 * QUESTION_COUNTS[0])) train questions (one epoch)"
+    demo_fail "SFT_STEPS x SFT_BATCH_SIZE must not exceed the $((4 * QUESTION_COUNTS[0])) train questions (one epoch)"
 (( GRPO_STEPS * GRPO_BATCH_SIZE <= 4 * QUESTION_COUNTS[0] )) ||
-    fail "GRPO_STEPS x GRPO_BATCH_SIZE must not exceed the $((4 * QUESTION_COUNTS[0])) train questions"
-[[ -f "$REWARD_CONFIG" ]] || fail "REWARD_CONFIG $REWARD_CONFIG does not exist"
+    demo_fail "GRPO_STEPS x GRPO_BATCH_SIZE must not exceed the $((4 * QUESTION_COUNTS[0])) train questions"
+[[ -f "$REWARD_CONFIG" ]] || demo_fail "REWARD_CONFIG $REWARD_CONFIG does not exist"
 
 demo_env fr_demo
 
 mkdir -p "$OUT/logs" "$OUT/eval"
 demo_begin 9
 evaluate() { # evaluate NAME LABEL MODEL: greedy, the training prompt, every kind of the evaluated split
-    run_logged "$OUT/logs/eval_$1.log" grep --line-buffered -E '^\| (simple_python|multiple|parallel|irrelevance|all) ' -- \
-        "$AGENTIC_VERL" eval bfcl --model "$3" --engine vllm --questions "$OUT/world/$EVAL_SPLIT"/BFCL_v4_*.json \
-        --prompt funreason --max-tokens "$EVAL_MAX_TOKENS" --out "$OUT/eval/$1" --label "$2"
+    demo_eval "$1" '^\| (simple_python|multiple|parallel|irrelevance|all) ' bfcl --model "$3" --engine vllm \
+        --questions "$OUT/world/$EVAL_SPLIT"/BFCL_v4_*.json --prompt funreason --max-tokens "$EVAL_MAX_TOKENS" --label "$2"
 }
 sft() { # sft NAME RECIPE: the SFT recipe on the world's SFT rows, the same data, steps and settings for both losses
-    rm -rf "$OUT/ckpt/$1"
-    AGENTIC_VERL_DEVICE=cpu MODEL_PATH="$BASE_MODEL" TRAIN_FILE="$OUT/data/sft_train.parquet" VAL_FILE=null \
-        SFT_BATCH_SIZE="$SFT_BATCH_SIZE" MICRO_BATCH_SIZE="$SFT_MICRO_BATCH_SIZE" SFT_MAX_LENGTH=1024 LR="$SFT_LR" \
-        TOTAL_TRAINING_STEPS="$SFT_STEPS" LOGGER="['console','file']" VERL_FILE_LOGGER_PATH="$OUT/logs/$1_metrics.jsonl" \
-        SFT_CHECKPOINT_DIR="$OUT/ckpt/$1" \
-        run_logged "$OUT/logs/$1.log" progress "  $1" train/loss srml/loss_think srml/loss_call -- \
-        bash "$2" trainer.total_epochs=100 trainer.resume_mode=disable trainer.save_freq=-1 \
-            'checkpoint.save_contents=[hf_model]' engine.use_torch_compile=False \
-            optim.lr_warmup_steps_ratio=0 optim.lr_scheduler_type=constant
+    demo_sft "$1" "$2" "$BASE_MODEL" "$OUT/data/sft_train.parquet" "$SFT_STEPS" "$SFT_LR" \
+        "train/loss srml/loss_think srml/loss_call" data.max_length=1024 trainer.total_epochs=100 \
+        optim.lr_warmup_steps_ratio=0 optim.lr_scheduler_type=constant
 }
 
 stage 1 "function-calling toy world (seed $SEED) -> $OUT/world, SFT and RL parquet -> $OUT/data"
@@ -116,41 +102,25 @@ PLAIN_MODEL="$OUT/ckpt/sft_plain/global_step_$SFT_STEPS/huggingface"
 stage 7 "evaluate AFTER plain SFT"
 evaluate 2_sft_plain "after plain SFT" "$PLAIN_MODEL"
 
-# bypass_mode: the rollout's log-probs are the old policy's (verl skips recomputing them); vLLM computes in fp32 here
-# as the actor does (notes/lab_notebook.md "RAG-R1 demo"). No KL loss: no reference model to run.
 stage 8 "GRPO from the SRML model: $GRPO_STEPS steps x $GRPO_BATCH_SIZE questions x $ROLLOUT_N samples (verl main_ppo, function_call loop, AST + format reward)"
-rm -rf "$OUT/ckpt/grpo"
-AGENTIC_VERL_DEVICE=cpu MODEL_PATH="$SRML_MODEL" TRAIN_FILE="$OUT/data/rl_train.parquet" \
-    VAL_FILE="$OUT/data/rl_train.parquet" REWARD_CONFIG="$REWARD_CONFIG" \
-    TRAIN_BATCH_SIZE="$GRPO_BATCH_SIZE" PPO_MINI_BATCH_SIZE="$GRPO_BATCH_SIZE" MICRO_BATCH_SIZE=4 \
-    ROLLOUT_N="$ROLLOUT_N" MAX_PROMPT_LENGTH=768 MAX_RESPONSE_LENGTH="$MAX_RESPONSE_LENGTH" ACTOR_LR="$GRPO_LR" \
-    TOTAL_TRAINING_STEPS="$GRPO_STEPS" LOGGER="['console','file']" EXPERIMENT=funreason_demo_grpo \
-    VERL_FILE_LOGGER_PATH="$OUT/logs/grpo_metrics.jsonl" \
-    run_logged "$OUT/logs/grpo.log" progress "  GRPO" critic/score/mean response_length/mean \
-        agent/num_tool_calls/mean timing_s/step -- \
-    bash recipes/funreason/grpo_ast.sh \
-        actor_rollout_ref.actor.use_kl_loss=False \
-        algorithm.rollout_correction.bypass_mode=True \
-        trainer.default_local_dir="$OUT/ckpt/grpo" trainer.save_freq="$GRPO_STEPS" trainer.test_freq=-1 \
-        trainer.val_before_train=False trainer.resume_mode=disable data.seed="$SEED" \
-        actor_rollout_ref.rollout.seed="$SEED" \
-        'actor_rollout_ref.actor.checkpoint.save_contents=[hf_model]'
-RL_MODEL="$OUT/ckpt/grpo/global_step_$GRPO_STEPS/actor/huggingface"
+TRAIN_FILE="$OUT/data/rl_train.parquet" VAL_FILE="$OUT/data/rl_train.parquet" \
+    demo_grpo recipes/funreason/grpo_ast.sh "$SRML_MODEL" "critic/score/mean response_length/mean agent/num_tool_calls/mean" \
+    ++reward.custom_reward_function.reward_kwargs.config="$REWARD_CONFIG" \
+    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4 data.max_prompt_length=768 \
+    trainer.experiment_name=funreason_demo_grpo data.seed="$SEED"
 
 stage 9 "evaluate AFTER GRPO, summary"
 evaluate 3_grpo "after GRPO" "$RL_MODEL"
 stage_end
 # SRML SFT, GRPO's start, right before GRPO: `demo seeds` gives the last stage's gain over the stage before it
-"$AGENTIC_VERL" demo summary --method funreason --seed "$SEED" --out "$OUT" \
+demo_summary funreason \
     --stage "before SFT=$OUT/eval/0_base/result.json@${STAGE_SECONDS[3]}" \
     --stage "after plain SFT=$OUT/eval/2_sft_plain/result.json@$((STAGE_SECONDS[6] + STAGE_SECONDS[7]))" \
     --stage "after SRML SFT=$OUT/eval/1_sft_srml/result.json@$((STAGE_SECONDS[4] + STAGE_SECONDS[5]))" \
     --training "GRPO=$OUT/logs/grpo_metrics.jsonl@${STAGE_SECONDS[8]}" \
-    --stage "after GRPO=$OUT/eval/3_grpo/result.json@${STAGE_SECONDS[9]}" \
-    --seconds-total $(($(date +%s) - START))
+    --stage "after GRPO=$OUT/eval/3_grpo/result.json@${STAGE_SECONDS[9]}"
 "$AGENTIC_VERL" view --summary "$OUT/summary.json" -o "$OUT/report.html" \
     --title "agentic_verl demo: FunReason on a function-calling toy world (seed $SEED)" > "$OUT/logs/view.log" 2>&1 &&
     echo "plots: $OUT/report.html" || echo "(no plots: see $OUT/logs/view.log)"
-NOW=$(date +%s)
-printf '\nFunReason miniature, seed %s: %dm%02ds in all; per-question results in %s/eval/*/result.json, logs in %s/logs/\n' \
-    "$SEED" $(((NOW - START) / 60)) $(((NOW - START) % 60)) "$OUT" "$OUT"
+printf '\nFunReason miniature, seed %s: %s in all; per-question results in %s/eval/*/result.json, logs in %s/logs/\n' \
+    "$SEED" "$(demo_elapsed)" "$OUT" "$OUT"

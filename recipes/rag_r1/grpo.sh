@@ -1,70 +1,23 @@
 #!/usr/bin/env bash
-# RAG-R1 with GRPO instead of PPO (no critic; group-normalised rewards over ROLLOUT_N samples per question),
-# the rag_r1 agent loop searching a /retrieve server, exact-match reward on the last <answer>.
+# RAG-R1 with GRPO: the rag_r1 agent loop searching a /retrieve server, exact-match reward on the last <answer>.
+# The recipe is recipes/rag_r1/grpo.yaml (over rag_r1/common.yaml, _common/grpo.yaml and verl's ppo_trainer); change
+# any setting with a Hydra override:
 #
-# Hardware: 8x A100/H100 80GB for Qwen2.5-7B-Instruct with vLLM rollout.
-#           CPU: AGENTIC_VERL_DEVICE=cpu bash recipes/rag_r1/grpo.sh  (SmolLM2-135M, batch 4 x 2, a smoke run)
-# Engine:   ENGINE=fsdp (default) | megatron: verl's FSDP or Megatron engine (MEGATRON_TP/PP/CP below)
-# Data:     agentic-verl data rag-r1 ... --out data/rag_r1 --mode sq|mq   (train.parquet, test.parquet); the data
-#           decides the mode: RAG_MODE defaults to it and a RAG_MODE that disagrees is refused
-# Model:    the SFT checkpoint of recipes/rag_r1/sft.sh (SFT_CHECKPOINT_DIR) unless MODEL_PATH is set; without
+#   bash recipes/rag_r1/grpo.sh data.train_batch_size=64 trainer.total_training_steps=10
+#
+# Hardware: 8x A100/H100 80GB (the paper's PPO sizes: batch 256 x 5 samples, Qwen2.5-7B-Instruct, vLLM rollout).
+#           CPU: AGENTIC_VERL_DEVICE=cpu bash recipes/rag_r1/grpo.sh  (SmolLM2-135M, batch 4 x 2: a smoke run)
+# Engine:   ENGINE=fsdp (default) | megatron (sizes: recipes/_common/engine/megatron_rl.yaml)
+# Data:     agentic-verl data rag-r1 ... --out data/rag_r1 --mode sq|mq   (DATA_DIR: train.parquet, test.parquet);
+#           the mode is read from the data
+# Model:    the latest checkpoint of recipes/rag_r1/sft.sh (SFT_CHECKPOINT_DIR) unless MODEL_PATH is set; without
 #           either it refuses (MODEL_PATH=Qwen/Qwen2.5-7B-Instruct starts from the base model)
 # Needs:    a retrieval server: INDEX_DIR=... bash scripts/launch_retrieval_server.sh bash recipes/rag_r1/grpo.sh
-# Checks:   `agentic-verl preflight rag-r1` before launching (data, model, /health + a test search, mode, GPU
-#           memory budget; PREFLIGHT=0 skips it); the rag_r1 loop stops the run after
-#           rollout.custom.rag_r1.max_consecutive_search_failures (32) failed searches in a row
-# Validation: sampled as the paper, temperature 0.7. verl gives agent loops no validation flag, so validation
-#           searches MAX_TURNS times like training (the paper: up to 5; `agentic-verl eval qa` runs its protocol)
-# Runtime:  ~1 day on 8 GPUs for 500 steps; CPU smoke run with the tiny test model: ~1-2 min for 2 steps.
-# Target:   RAG-R1's PPO numbers (avg EM .455, mq) are the reference; the paper publishes no GRPO run.
-# Settings: recipes/rag_r1/grpo.yaml (over recipes/_common/grpo.yaml, agent_rl.yaml and verl's ppo_trainer); this
-#           script passes machine settings and paths, and the optional knobs below only when set.
-# Extra verl overrides go last: bash recipes/rag_r1/grpo.sh trainer.total_training_steps=10
+#           (or RETRIEVAL_URL); `agentic-verl preflight rag-r1` checks data, models, the server and GPU memory first
+# Runtime:  not measured on GPUs (the paper's PPO: ~1-2 days on 8 GPUs); CPU smoke run: minutes per step.
+# Machine facts (env): recipes/_common/machine.sh. The pipeline: recipes/rag_r1/README.md.
 set -euo pipefail
-RECIPES=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-source "$RECIPES/_common/device.sh"
-source "$RECIPES/_common/rl_knobs.sh"
-source "$RECIPES/_common/engine.sh"
-source "$RECIPES/_common/rag_r1.sh"
-source "$RECIPES/_common/preflight.sh"
-
-SFT_CHECKPOINT_DIR=${SFT_CHECKPOINT_DIR:-checkpoints/agentic_verl/rag_r1_sft}   # where sft.sh saves
-rag_r1_default_model                             # MODEL_PATH: as set, else the latest SFT checkpoint, else refuse
-DATA_DIR=${DATA_DIR:-data/rag_r1}
-TRAIN_FILE=${TRAIN_FILE:-$DATA_DIR/train.parquet}
-VAL_FILE=${VAL_FILE:-$DATA_DIR/test.parquet}
-RETRIEVAL_URL=${RETRIEVAL_URL:-http://127.0.0.1:8000}
-RAG_MODE=${RAG_MODE:-$(rag_r1_data_mode "$TRAIN_FILE")}   # sq | mq; default: the mode the data was written for
-N_GPUS=${N_GPUS:-8}
-NNODES=${NNODES:-1}
-# ENGINE=fsdp (default) | megatron, verl's training engine (recipes/_common/engine.sh); ENGINE=megatron's tensor /
-# pipeline / context parallel sizes (actor, reference); defaults from verl's
-# examples/grpo_trainer/run_qwen3_8b_megatron.sh (Qwen3-8B, 8 GPUs: actor TP 2, PP 2); CP: verl's default
-MEGATRON_TP=${MEGATRON_TP:-2}
-MEGATRON_PP=${MEGATRON_PP:-2}
-MEGATRON_CP=${MEGATRON_CP:-1}
-EXPERIMENT=${EXPERIMENT:-rag_r1_grpo_${RAG_MODE:-data}}
-# Optional, empty: grpo.yaml's value. TRAIN_BATCH_SIZE PPO_MINI_BATCH_SIZE MICRO_BATCH_SIZE (per GPU) ROLLOUT_N
-# MAX_PROMPT_LENGTH MAX_RESPONSE_LENGTH ACTOR_LR TOTAL_TRAINING_STEPS VAL_TEMPERATURE MAX_TURNS ROLLOUT_NAME LOGGER
-# PROJECT (the CPU switch sets the sizes, steps, rollout and logger itself).
-
-rl_engine_overrides                              # ENGINE_OVERRIDES (empty for fsdp)
-ARGS=(
-    --config-path "$RECIPES" --config-name rag_r1/grpo
-    data.train_files="$TRAIN_FILE"
-    data.val_files="$VAL_FILE"
-    actor_rollout_ref.model.path="$MODEL_PATH"
-    +actor_rollout_ref.rollout.custom.rag_r1.retrieval_url="$RETRIEVAL_URL"
-    ${RAG_MODE:+"+actor_rollout_ref.rollout.custom.rag_r1.mode=$RAG_MODE"}
-    trainer.n_gpus_per_node="$N_GPUS"
-    trainer.nnodes="$NNODES"
-    trainer.experiment_name="$EXPERIMENT"
-    "${RL_KNOB_OVERRIDES[@]}"
-    ${VAL_TEMPERATURE:+"actor_rollout_ref.rollout.val_kwargs.temperature=$VAL_TEMPERATURE"}
-    ${MAX_TURNS:+"actor_rollout_ref.rollout.custom.rag_r1.max_turns=$MAX_TURNS"}
-    "${ENGINE_OVERRIDES[@]}"
-    "${DEVICE_OVERRIDES[@]}"
-    "$@"
-)
-recipe_preflight rag-r1 grpo "${ARGS[@]}"
-python3 -m verl.trainer.main_ppo "${ARGS[@]}"
+source "$(dirname "${BASH_SOURCE[0]}")/../_common/launch.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../_common/rag_r1.sh"
+rag_r1_stage_args
+launch main_ppo rag_r1/grpo "rag-r1 grpo" "$@"

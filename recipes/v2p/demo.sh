@@ -23,12 +23,11 @@
 # Runtime:  ~31 min on a 2-core machine (notes/lab_notebook.md "V2P miniature"): over the 20-min goal.
 # Target:   held-out click accuracy after pointer SFT above before, above the centre-click and random-widget
 #           baselines; after GRPO >= after text-click SFT.
-# Knobs are environment variables (below). EVAL_SPLIT=dev evaluates on the dev screens (for choosing settings; the
-# test screens are for reporting only).
+# Knobs are the demo's environment variables (below). EVAL_SPLIT=dev evaluates on the dev screens (for choosing
+# settings; the test screens are for reporting only).
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+source "$(dirname "${BASH_SOURCE[0]}")/../_common/demo.sh"     # ROOT, AGENTIC_VERL, the demo_* helpers
 cd "$ROOT"
-source recipes/_common/demo.sh
 
 OUT=${OUT:-outputs/v2p_demo}
 SEED=${SEED:-0}
@@ -54,47 +53,30 @@ ROLLOUT_N=${ROLLOUT_N:-8}                     # samples per instruction (the GRP
 GRPO_LR=${GRPO_LR:-1e-4}
 REWARD_FN=${REWARD_FN:-compute_score_gaussian_point}   # reward_fns/gui_click.py (compute_score: click in box)
 MAX_RESPONSE_LENGTH=${MAX_RESPONSE_LENGTH:-32}  # a click is ~18 tokens
-AGENTIC_VERL=${AGENTIC_VERL:-$ROOT/.venv/bin/agentic-verl}
 
-fail() { echo "demo.sh: $*" >&2; exit 2; }
-positive_int() { [[ "$2" =~ ^[1-9][0-9]*$ ]] || fail "$1 must be a positive integer, got '$2'"; }
-[[ "$SEED" =~ ^[0-9]+$ ]] || fail "SEED must be a non-negative integer, got '$SEED'"
-for knob in TRAIN_SCREENS EVAL_SCREENS VOCAB HIDDEN_SIZE LAYERS SFT_BATCH_SIZE SFT_MICRO_BATCH_SIZE WARMUP_STEPS \
-            FULL_STEPS CLICK_SFT_STEPS GRPO_STEPS GRPO_BATCH_SIZE ROLLOUT_N MAX_RESPONSE_LENGTH; do
-    positive_int "$knob" "${!knob}"
-done
+demo_ints 0 SEED
+demo_ints 1 TRAIN_SCREENS EVAL_SCREENS VOCAB HIDDEN_SIZE LAYERS SFT_BATCH_SIZE SFT_MICRO_BATCH_SIZE WARMUP_STEPS \
+    FULL_STEPS CLICK_SFT_STEPS GRPO_STEPS GRPO_BATCH_SIZE MAX_RESPONSE_LENGTH
+demo_ints 2 ROLLOUT_N                         # GRPO compares samples within a group
+demo_list WIDGETS 2
+demo_split
 read -r -a WIDGET_RANGE <<< "$WIDGETS"
-(( ${#WIDGET_RANGE[@]} == 2 )) || fail "WIDGETS takes two numbers (min max), got '$WIDGETS'"
-[[ "$EVAL_SPLIT" == test || "$EVAL_SPLIT" == dev ]] || fail "EVAL_SPLIT must be test or dev, got '$EVAL_SPLIT'"
-(( SFT_BATCH_SIZE % SFT_MICRO_BATCH_SIZE == 0 )) || fail "SFT_BATCH_SIZE must be a multiple of SFT_MICRO_BATCH_SIZE"
-(( ROLLOUT_N >= 2 )) || fail "ROLLOUT_N must be >= 2 (GRPO compares samples within a group)"
+(( SFT_BATCH_SIZE % SFT_MICRO_BATCH_SIZE == 0 )) || demo_fail "SFT_BATCH_SIZE must be a multiple of SFT_MICRO_BATCH_SIZE"
 [[ "$REWARD_FN" =~ ^compute_score(_gaussian_point|_gaussian_coverage)?$ ]] ||
-    fail "REWARD_FN must be compute_score, compute_score_gaussian_point or compute_score_gaussian_coverage"
+    demo_fail "REWARD_FN must be compute_score, compute_score_gaussian_point or compute_score_gaussian_coverage"
 
 demo_env v2p_demo
 
 mkdir -p "$OUT/logs" "$OUT/eval"
 demo_begin 11
 evaluate() { # evaluate NAME LABEL MODEL: every held-out sample of EVAL_SPLIT, click in box, by target size
-    run_logged "$OUT/logs/eval_$1.log" grep --line-buffered -E '^\| gui_world ' -- \
-        "$AGENTIC_VERL" eval screenspot --model "$3" --data "$OUT/world/$EVAL_SPLIT" --benchmark gui_world \
-        --max-tokens "$MAX_RESPONSE_LENGTH" --report-samples 60 --out "$OUT/eval/$1" --label "$2"
+    demo_eval "$1" '^\| gui_world ' screenspot --model "$3" --data "$OUT/world/$EVAL_SPLIT" --benchmark gui_world \
+        --max-tokens "$MAX_RESPONSE_LENGTH" --report-samples 60 --label "$2"
 }
 sft() { # sft NAME RECIPE STEPS LR MODEL TRAIN_FILE [OVERRIDES...]: one SFT recipe, its checkpoint at the last step
-    local name=$1 recipe=$2 steps=$3 lr=$4 model=$5 train=$6
-    shift 6
-    rm -rf "$OUT/ckpt/$name"
-    AGENTIC_VERL_DEVICE=cpu MODEL_PATH="$model" TRAIN_FILE="$train" VAL_FILE=null \
-        SFT_BATCH_SIZE="$SFT_BATCH_SIZE" MICRO_BATCH_SIZE="$SFT_MICRO_BATCH_SIZE" SFT_MAX_LENGTH=1024 LR="$lr" \
-        TOTAL_TRAINING_STEPS="$steps" LOGGER="['console','file']" VERL_FILE_LOGGER_PATH="$OUT/logs/${name}_metrics.jsonl" \
-        SFT_CHECKPOINT_DIR="$OUT/ckpt/$name" \
-        run_logged "$OUT/logs/$name.log" progress "  $name" train/loss v2p/pointer_loss v2p/lm_loss -- \
-        bash "$recipe" trainer.total_epochs=1000 trainer.resume_mode=disable trainer.save_freq=-1 \
-            'checkpoint.save_contents=[hf_model]' engine.use_torch_compile=False \
-            optim.lr_warmup_steps_ratio=0 optim.lr_scheduler_type=constant \
-            data.max_token_len_per_gpu=$((SFT_MICRO_BATCH_SIZE * 400)) "$@"
-    [[ -f "$OUT/ckpt/$name/global_step_$steps/huggingface/config.json" ]] ||
-        fail "$recipe saved no model at $OUT/ckpt/$name/global_step_$steps/huggingface (see $OUT/logs/$name.log)"
+    demo_sft "$1" "$2" "$5" "$6" "$3" "$4" "train/loss v2p/pointer_loss v2p/lm_loss" data.max_length=1024 \
+        trainer.total_epochs=1000 optim.lr_warmup_steps_ratio=0 optim.lr_scheduler_type=constant \
+        data.max_token_len_per_gpu=$((SFT_MICRO_BATCH_SIZE * 400)) "${@:7}"
 }
 
 stage 1 "GUI world (seed $SEED): $TRAIN_SCREENS train screens, $EVAL_SCREENS dev + $EVAL_SCREENS test -> $OUT/world"
@@ -139,44 +121,28 @@ CLICK_MODEL="$OUT/ckpt/click_sft/global_step_$CLICK_SFT_STEPS/huggingface"
 stage 9 "evaluate after text-click SFT (greedy text click)"
 evaluate 3_click_sft "after text-click SFT" "$CLICK_MODEL"
 
-# bypass_mode: the rollout's log-probs are the old policy's (verl skips recomputing them); vLLM computes in fp32 here
-# as the actor does (notes/lab_notebook.md "RAG-R1 demo"). No KL loss: no reference model to run.
 stage 10 "GRPO from the text-click model: $GRPO_STEPS steps x $GRPO_BATCH_SIZE instructions x $ROLLOUT_N samples (verl main_ppo, gui_grounding loop, $REWARD_FN)"
-rm -rf "$OUT/ckpt/grpo" "$OUT/trajectories/grpo"
-AGENTIC_VERL_TRAJECTORY_DIR="$OUT/trajectories/grpo" \
-AGENTIC_VERL_DEVICE=cpu MODEL_PATH="$CLICK_MODEL" TRAIN_FILE="$OUT/data/click_train.parquet" \
-    VAL_FILE="$OUT/data/click_train.parquet" REWARD_FN="$REWARD_FN" \
-    TRAIN_BATCH_SIZE="$GRPO_BATCH_SIZE" PPO_MINI_BATCH_SIZE="$GRPO_BATCH_SIZE" \
-    MICRO_BATCH_SIZE=$((GRPO_BATCH_SIZE * ROLLOUT_N)) \
-    ROLLOUT_N="$ROLLOUT_N" MAX_PROMPT_LENGTH=512 MAX_RESPONSE_LENGTH="$MAX_RESPONSE_LENGTH" ACTOR_LR="$GRPO_LR" \
-    TOTAL_TRAINING_STEPS="$GRPO_STEPS" LOGGER="['console','file']" EXPERIMENT=v2p_demo_grpo \
-    VERL_FILE_LOGGER_PATH="$OUT/logs/grpo_metrics.jsonl" \
-    run_logged "$OUT/logs/grpo.log" progress "  GRPO" critic/score/mean response_length/mean \
-        agent/failure/no_call/mean timing_s/step -- \
-    bash recipes/v2p/grpo_click.sh \
-        actor_rollout_ref.actor.use_kl_loss=False \
-        algorithm.rollout_correction.bypass_mode=True \
-        trainer.default_local_dir="$OUT/ckpt/grpo" trainer.save_freq="$GRPO_STEPS" trainer.test_freq=-1 \
-        trainer.val_before_train=False trainer.resume_mode=disable data.seed="$SEED" \
-        actor_rollout_ref.rollout.seed="$SEED" \
-        'actor_rollout_ref.actor.checkpoint.save_contents=[hf_model]'
-RL_MODEL="$OUT/ckpt/grpo/global_step_$GRPO_STEPS/actor/huggingface"
+rm -rf "$OUT/trajectories/grpo"
+AGENTIC_VERL_TRAJECTORY_DIR="$OUT/trajectories/grpo" TRAIN_FILE="$OUT/data/click_train.parquet" \
+    VAL_FILE="$OUT/data/click_train.parquet" \
+    demo_grpo recipes/v2p/grpo_click.sh "$CLICK_MODEL" "critic/score/mean response_length/mean agent/failure/no_call/mean" \
+    reward.custom_reward_function.name="$REWARD_FN" \
+    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=$((GRPO_BATCH_SIZE * ROLLOUT_N)) data.max_prompt_length=512 \
+    trainer.experiment_name=v2p_demo_grpo data.seed="$SEED"
 python3 -m agentic_verl.viewer.group_stats "$OUT/trajectories/grpo" | tee "$OUT/logs/grpo_groups.log"
 
 stage 11 "evaluate AFTER GRPO, summary"
 evaluate 4_grpo "after GRPO" "$RL_MODEL"
 stage_end
-"$AGENTIC_VERL" demo summary --method v2p --seed "$SEED" --out "$OUT" \
+demo_summary v2p \
     --stage "before SFT=$OUT/eval/0_base/result.json@$((STAGE_SECONDS[2] + STAGE_SECONDS[3]))" \
     --stage "after pointer warm-up=$OUT/eval/1_warmup/result.json@$((STAGE_SECONDS[4] + STAGE_SECONDS[5]))" \
     --stage "after pointer SFT=$OUT/eval/2_pointer/result.json@$((STAGE_SECONDS[6] + STAGE_SECONDS[7]))" \
     --stage "after text-click SFT=$OUT/eval/3_click_sft/result.json@$((STAGE_SECONDS[8] + STAGE_SECONDS[9]))" \
     --training "GRPO=$OUT/logs/grpo_metrics.jsonl@${STAGE_SECONDS[10]}" \
-    --stage "after GRPO=$OUT/eval/4_grpo/result.json@${STAGE_SECONDS[11]}" \
-    --seconds-total $(($(date +%s) - START))
+    --stage "after GRPO=$OUT/eval/4_grpo/result.json@${STAGE_SECONDS[11]}"
 echo
 "$AGENTIC_VERL" eval table "$OUT"/eval/{0_base,1_warmup,2_pointer,3_click_sft,4_grpo}/result.json \
     --baselines "$OUT/world/world.json" --baseline-split "$EVAL_SPLIT" -o "$OUT/results.md"
-NOW=$(date +%s)
-printf '\nV2P miniature, seed %s: %dm%02ds in all; per-sample results in %s/eval/*/result.json (report.html beside),\nlogs in %s/logs/\n' \
-    "$SEED" $(((NOW - START) / 60)) $(((NOW - START) % 60)) "$OUT" "$OUT"
+printf '\nV2P miniature, seed %s: %s in all; per-sample results in %s/eval/*/result.json (report.html beside),\nlogs in %s/logs/\n' \
+    "$SEED" "$(demo_elapsed)" "$OUT" "$OUT"

@@ -146,7 +146,9 @@ def run_in_own_process_group(command: list[str], env: dict[str, str], log_path: 
 
 def run_recipe(recipe: str, work: Path, env: dict[str, str], overrides: list[str], timeout_s: int = 900,
                sigterm_after_step: int | None = None) -> RecipeRun:
-    """`AGENTIC_VERL_DEVICE=cpu bash recipes/<recipe> <overrides>` with logs, Ray and checkpoints under `work`.
+    """`AGENTIC_VERL_DEVICE=cpu bash recipes/<recipe> <overrides>` with logs, Ray and checkpoints under `work`: `env`
+    holds the machine facts (MODEL_PATH, TRAIN_FILE, ...: recipes/_common/machine.sh), `overrides` every setting (Hydra
+    overrides, after run_recipe's own plumbing settings, so they win). The CPU switch logs to console and file.
 
     The run is its own process group: past `timeout_s` (a failed weight receiver hangs verl's sender forever) the
     whole group is killed. `sigterm_after_step`: SIGTERM to the recipe's shell as soon as verl has logged that
@@ -173,7 +175,6 @@ def run_recipe(recipe: str, work: Path, env: dict[str, str], overrides: list[str
         "VERL_FILE_LOGGER_PATH": str(metrics_path),
         "AGENTIC_VERL_WEIGHT_SYNC_LOG": str(sync_path),
         "CPU_RAY_TMPDIR": ray_dir,
-        "LOGGER": "['console','file']",
         **env,
     }
     common = [

@@ -4,7 +4,7 @@ Not a test: run by hand (notes/lab_notebook.md, "Learning test"), e.g.
 
     .venv/bin/python tests/cpu/learning_sim.py --lr 5e-3 --eps 3e-3 --seeds 1 2 3
 
-It builds the same SFT start as test_learning.py (learning_task.py, seed 0), then per seed runs the update the test
+It builds the same SFT start as test_learning.py (agentic_verl/demo/learning.py, seed 0), then per seed runs the update the test
 asks of verl: 32 questions x 4 samples at temperature 1 (8 new tokens at most), reward 1 for the exact call, Dr. GRPO
 advantage (reward minus the group's mean), one on-policy step per batch (token-mean loss, k3 KL to the SFT start),
 AdamW with weight decay 0.01 and grad-norm clip 1.0 as verl's defaults. Exact match stands in for BFCL's AST checker
@@ -16,12 +16,10 @@ from __future__ import annotations
 import argparse
 import copy
 import random
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from learning_task import choice_task, prompt_token_ids, sft_tiny_model  # noqa: E402
+from agentic_verl.demo.learning import choice_task, prompt_token_ids, sft_tiny_model
 
 
 def _response_logprobs(model, ids, attention, start):

@@ -40,9 +40,14 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(not available(), reason="no .
               pytest.mark.timeout(1800)]
 
 STEPS = 2
-RUN = {"TRAIN_BATCH_SIZE": "2", "PPO_MINI_BATCH_SIZE": "2", "MICRO_BATCH_SIZE": "4", "ROLLOUT_N": "4",
-       "MAX_PROMPT_LENGTH": "1280", "MAX_RESPONSE_LENGTH": "384", "MAX_TOKENS_PER_STEP": "64",
-       "MAX_STEPS_PER_TURN": "3", "TOTAL_TRAINING_STEPS": str(STEPS)}
+BATCH, SAMPLES = 2, 4
+RUN = [f"data.train_batch_size={BATCH}", f"actor_rollout_ref.actor.ppo_mini_batch_size={BATCH}",
+       "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4", f"actor_rollout_ref.rollout.n={SAMPLES}",
+       "data.max_prompt_length=1280", "data.max_response_length=384",
+       # one full-length trajectory per packed actor micro-batch, as the recipe's CPU sizes have it for theirs
+       "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=1664",
+       "actor_rollout_ref.rollout.custom.bfcl_multi_turn.max_tokens_per_step=64",
+       "actor_rollout_ref.rollout.custom.bfcl_multi_turn.max_steps_per_turn=3", f"trainer.total_training_steps={STEPS}"]
 
 
 @pytest.fixture(scope="module")
@@ -67,9 +72,9 @@ def test_grpo_two_steps_against_the_live_bfcl_environment(smollm2_dir, tmp_path)
     log = tmp_path / "bfcl_env.log"
     with BfclEnvProcess(log_path=log) as server:
         run = run_recipe("funreason_mt/grpo.sh", tmp_path / "run", {
-            **RUN, "MODEL_PATH": str(smollm2_dir), "TRAIN_FILE": str(train), "VAL_FILE": str(val),
+            "MODEL_PATH": str(smollm2_dir), "TRAIN_FILE": str(train), "VAL_FILE": str(val),
             "BFCL_ENV_URL": server.url, "AGENTIC_VERL_TRAJECTORY_DIR": str(dumps),
-        }, ["actor_rollout_ref.actor.optim.lr=1e-5",
+        }, [*RUN, "actor_rollout_ref.actor.optim.lr=1e-5",
             # no reference model: its forward pass took ~60 s of each ~375 s step (the learning test keeps one)
             "actor_rollout_ref.actor.use_kl_loss=False",
             # the rollout's log-probs serve as the old policy's: no recompute pass (64-78 s a step); the update's
@@ -88,7 +93,7 @@ def test_grpo_two_steps_against_the_live_bfcl_environment(smollm2_dir, tmp_path)
 
     # Real calls reached the simulators, one session per trajectory, every one closed by the loop.
     stats = health["stats"]
-    trajectories = STEPS * int(RUN["TRAIN_BATCH_SIZE"]) * int(RUN["ROLLOUT_N"])
+    trajectories = STEPS * BATCH * SAMPLES
     assert stats["created"] == trajectories and stats["closed"] == trajectories and stats["expired"] == 0, stats
     assert health["sessions"] == 0
     assert stats["calls_executed"] > 0 and stats["executes"] > 0, stats

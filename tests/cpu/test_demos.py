@@ -32,23 +32,23 @@ def _demo(demo, env: dict, tmp_path) -> subprocess.CompletedProcess:
 
 
 FUNREASON_BAD_KNOBS = [
-    ({"SEED": "x"}, "SEED must be a non-negative integer"),
-    ({"SFT_STEPS": "0"}, "SFT_STEPS must be a positive integer"),
-    ({"ROLLOUT_N": "2.5"}, "ROLLOUT_N must be a positive integer"),
-    ({"APIS": "24 8"}, "APIS takes three numbers"),
-    ({"QUESTIONS": "64 0 12"}, "must be a positive integer"),
+    ({"SEED": "x"}, "SEED must be an integer >= 0"),
+    ({"SFT_STEPS": "0"}, "SFT_STEPS must be an integer >= 1"),
+    ({"ROLLOUT_N": "2.5"}, "ROLLOUT_N must be an integer >= 1"),
+    ({"APIS": "24 8"}, "APIS takes 3 numbers"),
+    ({"QUESTIONS": "64 0 12"}, "QUESTIONS takes integers >= 1"),
     ({"EVAL_SPLIT": "train"}, "EVAL_SPLIT must be test or dev"),
     ({"SFT_BATCH_SIZE": "8", "SFT_MICRO_BATCH_SIZE": "3"}, "multiple of SFT_MICRO_BATCH_SIZE"),
     ({"SFT_STEPS": "40", "SFT_BATCH_SIZE": "8", "QUESTIONS": "64 12 12"}, "must not exceed the 256 train questions"),
     ({"REWARD_CONFIG": "reward_fns/configs/none.yaml"}, "does not exist"),
 ]  # fmt: skip
 V2P_BAD_KNOBS = [
-    ({"SEED": "-1"}, "SEED must be a non-negative integer"),
-    ({"WARMUP_STEPS": "0"}, "WARMUP_STEPS must be a positive integer"),
-    ({"WIDGETS": "3"}, "WIDGETS takes two numbers"),
+    ({"SEED": "-1"}, "SEED must be an integer >= 0"),
+    ({"WARMUP_STEPS": "0"}, "WARMUP_STEPS must be an integer >= 1"),
+    ({"WIDGETS": "3"}, "WIDGETS takes 2 numbers"),
     ({"EVAL_SPLIT": "train"}, "EVAL_SPLIT must be test or dev"),
     ({"SFT_BATCH_SIZE": "16", "SFT_MICRO_BATCH_SIZE": "5"}, "multiple of SFT_MICRO_BATCH_SIZE"),
-    ({"ROLLOUT_N": "1"}, "ROLLOUT_N must be >= 2"),
+    ({"ROLLOUT_N": "1"}, "ROLLOUT_N must be an integer >= 2"),
     ({"REWARD_FN": "compute_score_typo"}, "REWARD_FN must be compute_score"),
 ]  # fmt: skip
 RAG_R1_BAD_KNOBS = [
@@ -58,6 +58,8 @@ RAG_R1_BAD_KNOBS = [
       for value in ("0", "1.5", "-3", "x")),
     ({"START_STAGE": "x"}, "START_STAGE must be a stage number 1-8, got 'x'"),
     ({"START_STAGE": "9"}, "START_STAGE must be a stage number 1-8, got '9'"),
+    ({"ROLLOUT_N": "1"}, "ROLLOUT_N must be an integer >= 2, got '1'"),
+    ({"SFT_STEPS": "08x"}, "SFT_STEPS must be an integer >= 1, got '08x'"),
 ]  # fmt: skip
 
 
@@ -192,9 +194,71 @@ def test_funreason_summary_puts_grpos_start_right_before_it():
     """`demo seeds` reports the last stage's gain over the stage before it: for the FunReason demo that must be the
     SRML SFT model GRPO starts from, not the plain SFT run beside it (the paper's comparison)."""
     script = FUNREASON.read_text()
-    grpo_model = re.search(r'MODEL_PATH="\$(\w+)" TRAIN_FILE="\$OUT/data/rl_train.parquet"', script).group(1)
+    grpo_model = re.search(r'demo_grpo recipes/funreason/grpo_ast.sh "\$(\w+)"', script).group(1)
     evaluated = dict(re.findall(r'^evaluate \S+ "([^"]+)" "\$(\w+)"$', script, flags=re.M))
     start_label = next(label for label, model in evaluated.items() if model == grpo_model)
     summary_stages = re.findall(r'--stage "([^"=]+)=', script)
     assert summary_stages[-1] == "after GRPO"
     assert summary_stages[-2] == start_label == "after SRML SFT", summary_stages
+
+
+_RECORDER = '#!/usr/bin/env bash\nprintf "%s\\n" "$@" > "$RECORD_FILE"\n'
+
+
+def _recorded_stage(call: str, tmp_path) -> tuple[subprocess.CompletedProcess, list[str], str, list[str]]:
+    """`call` (a demo_sft / demo_grpo line) on a real stage launcher whose trainer is a stand-in `python3`/`torchrun`
+    that records its command line: (the run, the launcher's arguments before `-m`, the trainer's module, the Hydra
+    arguments after it)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("python3", "torchrun"):
+        (bin_dir / name).write_text(_RECORDER)
+        (bin_dir / name).chmod(0o755)
+    record = tmp_path / "argv.txt"
+    env = {**os.environ, "PATH": f"{bin_dir}:{REPO / '.venv' / 'bin'}:{os.environ['PATH']}", "PREFLIGHT": "0",
+           "RECORD_FILE": str(record), "CPU_RAY_TMPDIR": str(tmp_path / "ray")}
+    for name in ("MODEL_PATH", "TRAIN_FILE", "VAL_FILE", "DATA_DIR", "SFT_CHECKPOINT_DIR", "ENGINE"):
+        env.pop(name, None)
+    proc = _run_common(f"""OUT={tmp_path / 'out'} SEED=3 SFT_BATCH_SIZE=6 SFT_MICRO_BATCH_SIZE=3
+        GRPO_STEPS=5 GRPO_BATCH_SIZE=6 ROLLOUT_N=3 GRPO_LR=1e-5 MAX_RESPONSE_LENGTH=40
+        cd {REPO}; mkdir -p "$OUT/logs"; demo_begin 1
+        {call}""", tmp_path, env)
+    argv = record.read_text().splitlines()
+    at = argv.index("-m")
+    return proc, argv[:at], argv[at + 1], argv[at + 2:]
+
+
+def test_demo_grpo_passes_the_demos_sizes_to_the_stage_launcher(tmp_path):
+    from test_recipes import _compose
+
+    proc, _, module, launch = _recorded_stage(
+        'TRAIN_FILE=/data/rl.parquet demo_grpo recipes/funreason/grpo_ast.sh /models/sft critic/score/mean '
+        'actor_rollout_ref.actor.use_kl_loss=True', tmp_path)
+    # the stand-in trains nothing: the demo stops there, and says so
+    assert proc.returncode == 2 and "saved no model at" in proc.stderr, proc.stdout + proc.stderr
+    config = _compose("ppo_trainer", launch)
+    actor, rollout = config.actor_rollout_ref.actor, config.actor_rollout_ref.rollout
+    assert module == "verl.trainer.main_ppo" and config.trainer.device == "cpu"
+    assert (config.actor_rollout_ref.model.path, config.data.train_files) == ("/models/sft", "/data/rl.parquet")
+    assert (config.data.train_batch_size, actor.ppo_mini_batch_size, rollout.n) == (6, 6, 3)
+    assert (actor.optim.lr, config.data.max_response_length, config.trainer.total_training_steps) == (1e-5, 40, 5)
+    assert (config.trainer.save_freq, rollout.seed, config.trainer.default_local_dir) == (5, 3, f"{tmp_path}/out/ckpt/grpo")
+    assert config.algorithm.rollout_correction.bypass_mode and list(config.trainer.logger) == ["console", "file"]
+    assert actor.use_kl_loss  # the caller's override comes last and wins over demo_grpo's use_kl_loss=False
+
+
+def test_demo_sft_passes_the_demos_sizes_to_the_stage_launcher(tmp_path):
+    from test_recipe_configs import compose_sft_launch
+
+    proc, torchrun, module, launch = _recorded_stage(
+        'demo_sft sft_srml recipes/funreason/sft_srml.sh /models/base /data/sft.parquet 7 3e-4 train/loss '
+        'data.max_length=1024 trainer.logger=[console]', tmp_path)
+    assert proc.returncode == 2 and "saved no model at" in proc.stderr, proc.stdout + proc.stderr
+    assert "--nproc_per_node=1" in torchrun  # one CPU rank (CPU_TRAINER_RANKS), as trainer.n_gpus_per_node says
+    config = compose_sft_launch(module, launch)
+    assert (config.model.path, config.data.train_files, config.data.val_files) == ("/models/base", "/data/sft.parquet",
+                                                                                   None)
+    assert (config.data.train_batch_size, config.data.micro_batch_size_per_gpu, config.data.max_length) == (6, 3, 1024)
+    assert (config.optim.lr, config.trainer.total_training_steps) == (3e-4, 7)
+    assert config.trainer.default_local_dir == f"{tmp_path}/out/ckpt/sft_srml" and config.trainer.device == "cpu"
+    assert list(config.trainer.logger) == ["console"]  # the caller's override wins

@@ -29,9 +29,10 @@ QUESTIONS = [
     {"id": "q3", "question": "Who developed the theory of relativity?", "golden_answers": ["Albert Einstein"]},
     {"id": "q4", "question": "Who wrote Hamlet?", "golden_answers": ["William Shakespeare"]},
 ]
-RUN = {"TRAIN_BATCH_SIZE": "2", "PPO_MINI_BATCH_SIZE": "2", "MICRO_BATCH_SIZE": "4", "ROLLOUT_N": "4",
-       "MAX_PROMPT_LENGTH": "512", "MAX_RESPONSE_LENGTH": "160", "MAX_TURNS": "1", "RAG_MODE": "sq",
-       "ROLLOUT_NAME": "vllm", "TOTAL_TRAINING_STEPS": "2"}
+RUN = ["data.train_batch_size=2", "actor_rollout_ref.actor.ppo_mini_batch_size=2",
+       "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4", "actor_rollout_ref.rollout.n=4",
+       "data.max_prompt_length=512", "data.max_response_length=160", "actor_rollout_ref.rollout.custom.rag_r1.max_turns=1",
+       "++actor_rollout_ref.rollout.custom.rag_r1.mode=sq", "trainer.total_training_steps=2"]
 # The GRPO run's fail-fast limit: consecutive failed searches before the rag_r1 loop stops the run.
 FAIL_FAST_AFTER = 2
 LOOP = ["+actor_rollout_ref.rollout.custom.rag_r1.max_tokens_per_turn=32",
@@ -156,9 +157,10 @@ def test_grpo_through_verls_vllm_rollout_on_cpu_and_fail_fast_when_the_server_di
         stopper.start()
         try:
             run = run_recipe("rag_r1/grpo.sh", tmp_path, {
-                **RUN, "TOTAL_TRAINING_STEPS": "5", "MODEL_PATH": str(smollm2_dir), "TRAIN_FILE": str(train),
+                "MODEL_PATH": str(smollm2_dir), "TRAIN_FILE": str(train),
                 "VAL_FILE": str(test), "RETRIEVAL_URL": server.url, "AGENTIC_VERL_TRAJECTORY_DIR": str(dumps),
-            }, [*LOOP, "actor_rollout_ref.actor.optim.lr=1e-5", "trainer.test_freq=2",
+            }, [*RUN, "trainer.total_training_steps=5", *LOOP, "actor_rollout_ref.actor.optim.lr=1e-5",
+                "trainer.test_freq=2",
                 "actor_rollout_ref.actor.use_kl_loss=False",  # no reference model: ~15% less per step
                 f"+actor_rollout_ref.rollout.custom.rag_r1.max_consecutive_search_failures={FAIL_FAST_AFTER}"],
                 timeout_s=1500)
@@ -224,10 +226,11 @@ def test_ppo_with_critic_negative_control_without_weight_sync_then_sigterm_mid_r
     run's Ray session and no new /dev/shm segment may be left (run.leftovers, checked by run_recipe)."""
     train, test = few_shot_data
     run = run_recipe("rag_r1/ppo.sh", tmp_path, {
-        **RUN, "MODEL_PATH": str(tiny_llama_dir), "TRAIN_FILE": str(train), "VAL_FILE": str(test),
-        "RETRIEVAL_URL": retrieval_server.url, "AGENTIC_VERL_SKIP_WEIGHT_SYNC": "1", "ROLLOUT_N": "1",
-        "MICRO_BATCH_SIZE": "2", "TOTAL_TRAINING_STEPS": "4",
-    }, [*LOOP, f"reward.custom_reward_function.path={HERE / 'varied_reward.py'}", "critic.optim.lr=1e-3"],
+        "MODEL_PATH": str(tiny_llama_dir), "TRAIN_FILE": str(train), "VAL_FILE": str(test),
+        "RETRIEVAL_URL": retrieval_server.url, "AGENTIC_VERL_SKIP_WEIGHT_SYNC": "1",
+    }, [*RUN, "actor_rollout_ref.rollout.n=1", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
+        "trainer.total_training_steps=4", *LOOP, f"reward.custom_reward_function.path={HERE / 'varied_reward.py'}",
+        "critic.optim.lr=1e-3"],
         timeout_s=900, sigterm_after_step=2)
     print(f"vllm ppo negative control: {run.seconds:.1f}s")
     assert "[test harness] SIGTERM to the recipe's shell" in run.log, run.tail()

@@ -17,13 +17,20 @@ from test_recipes import _compose, _recorded_overrides  # the stand-in launcher 
 RECIPE = "funreason/grpo_ast.sh"
 
 
-@pytest.mark.parametrize("device", ["gpu", "cpu"])
-def test_grpo_ast_overrides_compose_with_verls_config(device, tmp_path):
-    overrides = _recorded_overrides(RECIPE, tmp_path, {"AGENTIC_VERL_DEVICE": device, "MODEL_PATH": "/models/m"})
+def composed_grpo_config(recipe: str, tmp_path, device: str, model_path: str):
+    """verl's ppo_trainer config composed from the overrides `recipe` launches with (a recording stand-in for
+    `python3`), after what every GRPO recipe must give: the command line's overrides last, GRPO, the model."""
+    overrides = _recorded_overrides(recipe, tmp_path, {"AGENTIC_VERL_DEVICE": device, "MODEL_PATH": model_path})
     assert overrides[-1] == "trainer.total_epochs=3"  # "$@" last
     config = _compose("ppo_trainer", overrides)
     assert config.algorithm.adv_estimator == "grpo"
-    assert config.actor_rollout_ref.model.path == "/models/m"
+    assert config.actor_rollout_ref.model.path == model_path
+    return config
+
+
+@pytest.mark.parametrize("device", ["gpu", "cpu"])
+def test_grpo_ast_overrides_compose_with_verls_config(device, tmp_path):
+    config = composed_grpo_config(RECIPE, tmp_path, device, "/models/m")
     assert config.actor_rollout_ref.rollout.agent.default_agent_loop == "function_call"
     assert config.actor_rollout_ref.rollout.name == "vllm"
     assert config.data.train_files.endswith("data/funreason/rl_train.parquet")

@@ -35,6 +35,26 @@ SAMPLES = [
 ]
 
 
+def recorded_sft_overrides(recipe: str, tmp_path, env: dict[str, str], args: list[str]) -> list[str]:
+    """Run recipes/`recipe` with `args` and `env` (over this process's), with a torchrun stand-in that records its
+    command line; the arguments our SFT trainer's module got."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "torchrun").write_text(_RECORDER)
+    (bin_dir / "torchrun").chmod((bin_dir / "torchrun").stat().st_mode | stat.S_IEXEC)
+    env = {
+        **os.environ,
+        "RECORD_FILE": str(tmp_path / "argv.txt"),
+        "PATH": os.pathsep.join([str(bin_dir), os.path.dirname(sys.executable), os.environ["PATH"]]),
+        **env,
+    }
+    subprocess.run(["bash", str(REPO / "recipes" / recipe), *args], cwd=REPO, env=env, check=True, timeout=60)
+    argv = (tmp_path / "argv.txt").read_text().splitlines()
+    module_at = argv.index("-m")
+    assert argv[module_at + 1] == "agentic_verl.training.sft_trainer"
+    return argv[module_at + 2 :]
+
+
 def _compose(launch: list[str]):
     """A recorded launch of our SFT trainer composed as its hydra main does (`--config-path/--config-name` first)."""
     from test_recipe_configs import compose_sft_launch
@@ -45,25 +65,10 @@ def _compose(launch: list[str]):
 @pytest.mark.parametrize("recipe", sorted(RECIPES))
 @pytest.mark.parametrize("device", ["gpu", "cpu"])
 def test_recipe_overrides_compose_with_our_sft_config(recipe, device, tmp_path):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "torchrun").write_text(_RECORDER)
-    (bin_dir / "torchrun").chmod((bin_dir / "torchrun").stat().st_mode | stat.S_IEXEC)
-    env = {
-        **os.environ,
-        "AGENTIC_VERL_DEVICE": device,
-        "MODEL_PATH": "/models/some-model",
-        "SRML_ALPHA": "0.6",
-        "RECORD_FILE": str(tmp_path / "argv.txt"),
-        "PATH": os.pathsep.join([str(bin_dir), os.path.dirname(sys.executable), os.environ["PATH"]]),
-    }
-    subprocess.run(
-        ["bash", str(REPO / "recipes" / recipe), "trainer.total_epochs=3"], cwd=REPO, env=env, check=True, timeout=60
-    )
-    argv = (tmp_path / "argv.txt").read_text().splitlines()
-    module_at = argv.index("-m")
-    assert argv[module_at + 1] == "agentic_verl.training.sft_trainer"
-    overrides = argv[module_at + 2 :]
+    alpha = ["loss.kwargs.alpha=0.6"] if RECIPES[recipe] == "srml" else []
+    overrides = recorded_sft_overrides(recipe, tmp_path, {"AGENTIC_VERL_DEVICE": device,
+                                                          "MODEL_PATH": "/models/some-model"},
+                                       [*alpha, "trainer.total_epochs=3"])
     assert overrides[:4] == ["--config-path", str(REPO / "recipes"), "--config-name", "funreason/sft"]
     assert overrides[-1] == "trainer.total_epochs=3"
     config = _compose(overrides)
@@ -71,9 +76,9 @@ def test_recipe_overrides_compose_with_our_sft_config(recipe, device, tmp_path):
     assert config.model.path == "/models/some-model"
     assert config.data.custom_cls.name == "FunctionCallSFTDataset" and config.data.pad_mode == "no_padding"
     if RECIPES[recipe] == "srml":
-        assert config.loss.kwargs.alpha == 0.6  # SRML_ALPHA
+        assert config.loss.kwargs.alpha == 0.6  # the command line's
     else:
-        assert dict(config.loss.kwargs) == {}  # sft_plain.sh ignores SRML_ALPHA
+        assert dict(config.loss.kwargs) == {}  # verl's plain loss takes none
     if device == "gpu":  # the paper's settings (docs/methods.md "FunReason"), from funreason.yaml
         assert (config.data.train_batch_size, config.optim.lr, config.optim.lr_warmup_steps_ratio) == (512, 4e-5, 0.05)
         assert config.trainer.device == "cuda"
@@ -102,28 +107,23 @@ def _span_counts(train, model_dir) -> tuple[int, int]:
     return think, total - think
 
 
-def _run(recipe, tmp_path, model_dir, train, steps, micro, extra_env=None) -> list[dict]:
+def _run(recipe, tmp_path, model_dir, train, steps, micro, extra_args=()) -> list[dict]:
     """The recipe on CPU with the tiny model; verl's file-logger metrics per step. The batch is the whole dataset,
     so every step trains on the same samples; `micro` samples per micro-batch."""
     metrics_path = tmp_path / f"{recipe.replace('/', '_')}.jsonl"
     env = {
         **os.environ,
-        **(extra_env or {}),
         "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ.get('PATH', '')}",
         "AGENTIC_VERL_DEVICE": "cpu",
         "MODEL_PATH": str(model_dir),
         "TRAIN_FILE": str(train),
         "VAL_FILE": "null",
-        "SFT_BATCH_SIZE": str(len(SAMPLES)),
-        "MICRO_BATCH_SIZE": str(micro),
-        "SFT_MAX_LENGTH": "1024",
-        "TOTAL_TRAINING_STEPS": str(steps),
-        "LR": "1e-3",
-        "LOGGER": "['console','file']",
         "VERL_FILE_LOGGER_PATH": str(metrics_path),
         "TMPDIR": tempfile.gettempdir(),
     }
     overrides = [
+        f"data.train_batch_size={len(SAMPLES)}", f"data.micro_batch_size_per_gpu={micro}", "data.max_length=1024",
+        f"trainer.total_training_steps={steps}", "optim.lr=1e-3", *extra_args,
         f"trainer.default_local_dir={tmp_path / 'ckpt' / recipe.replace('/', '_')}",
         f"trainer.total_epochs={steps}",
         "optim.lr_scheduler_type=constant",
@@ -177,7 +177,7 @@ def test_srml_at_the_token_ratio_equals_plain_sft_in_verls_trainer(tiny_model_di
         train,
         steps=1,
         micro=1,
-        extra_env={"SRML_ALPHA": repr(ratio)},
+        extra_args=[f"loss.kwargs.alpha={ratio!r}"],
     )
     assert srml["srml/plain_alpha"] == pytest.approx(ratio)
     assert srml["train/loss"] == pytest.approx(plain["train/loss"], rel=1e-6)

@@ -2,7 +2,7 @@
 the GPU default and the CPU switch, equals the recorded snapshot in tests/cpu/recipe_configs/.
 
 How: each recipe runs for real with a stand-in `python3` on PATH that records its command line (test_recipes.py's
-recorder), in a fixed environment (the recipes' knobs unset, a fixed MODEL_PATH and RAG_MODE). The recorded launch
+recorder), in a fixed environment (the machine facts unset but a fixed MODEL_PATH; rag_r1's mode as an override). The recorded launch
 (`--config-path/--config-name` if any, then the overrides) is composed with hydra exactly as main_ppo composes it,
 resolved, flattened to dotted keys, and reduced to the keys whose value differs from verl's own `ppo_trainer`: the
 recipe's settings, whether they come from bash overrides or from its YAML (recipes/_common/*.yaml,
@@ -13,8 +13,8 @@ Why a snapshot and not a runtime comparison with `git show HEAD:<recipe>`: once 
 change, and the comparison would be the recipe with itself. The snapshots were written from the bash-only recipes
 (commit 122af04) before their settings moved into YAML; the move kept every one.
 
-Beside the snapshots: every knob the demos and tests set still reaches its setting over the YAML's value, and
-extra overrides ("$@") still go last and win.
+Beside the snapshots: every machine fact the demos and tests set in the environment reaches its setting, and the
+command line's overrides ("$@") go last and win over the YAML, the CPU switch and the engine YAML.
 
 A deliberate change of a recipe's settings updates the snapshots, reviewed in the diff:
 
@@ -39,8 +39,11 @@ SNAPSHOTS = Path(__file__).resolve().parent / "recipe_configs"
 # data's mode (read from a parquet that need not exist here), the CPU run's Ray folder (device.sh names one per
 # run after its shell's PID; test_recipes.py checks that) and a running BFCL environment server (funreason_mt would
 # start one on a free port).
-FIXED_ENV = {"MODEL_PATH": "/models/policy", "RAG_MODE": "mq", "PREFLIGHT": "0", "CPU_RAY_TMPDIR": "/tmp/ray_agentic_verl",
+FIXED_ENV = {"MODEL_PATH": "/models/policy", "PREFLIGHT": "0", "CPU_RAY_TMPDIR": "/tmp/ray_agentic_verl",
              "BFCL_ENV_URL": "http://127.0.0.1:8090"}
+# the rag_r1 stages read the mode from their data; here it is given as a run-level override
+FIXED_ARGS = {"rag_r1/grpo.sh": ("++actor_rollout_ref.rollout.custom.rag_r1.mode=mq",),
+              "rag_r1/ppo.sh": ("++actor_rollout_ref.rollout.custom.rag_r1.mode=mq",)}
 _ABSENT = "<absent>"
 
 
@@ -87,6 +90,7 @@ def recipe_config(recipe: str, device: str, tmp_path: Path, args: tuple[str, ...
     knobs unset except those in `keep` (as this process's environment has them)."""
     env = {"AGENTIC_VERL_DEVICE": device, **{k: v for k, v in FIXED_ENV.items() if k not in keep}}
     unset = _knob_names() - keep - set(env)
+    args = (*FIXED_ARGS.get(recipe, ()), *args)
     return _compose("ppo_trainer", _recorded_overrides(recipe, tmp_path, env, args=args, unset=sorted(unset)))
 
 
@@ -125,56 +129,58 @@ def test_extra_overrides_go_last_and_win(recipe, tmp_path):
     assert settings["algorithm.adv_estimator"] == "reinforce_plus_plus"
 
 
-# The knobs the demos and tests pass (recipes/*/demo.sh, tests/cpu/cpu_backend_helpers.py), each a value no YAML
-# holds, and the setting it must reach.
-KNOBS = {
-    "TRAIN_BATCH_SIZE": ("6", {"data.train_batch_size": 6}),
-    "PPO_MINI_BATCH_SIZE": ("3", {"actor_rollout_ref.actor.ppo_mini_batch_size": 3}),
-    "MICRO_BATCH_SIZE": ("5", {"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": 5,
-                               "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": 5,
-                               "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": 5}),
-    "ROLLOUT_N": ("3", {"actor_rollout_ref.rollout.n": 3}),
-    "MAX_PROMPT_LENGTH": ("300", {"data.max_prompt_length": 300}),
-    "MAX_RESPONSE_LENGTH": ("40", {"data.max_response_length": 40}),
-    "ACTOR_LR": ("3e-3", {"actor_rollout_ref.actor.optim.lr": 3e-3}),
-    "TOTAL_TRAINING_STEPS": ("7", {"trainer.total_training_steps": 7}),
-    "LOGGER": ("['console','file']", {"trainer.logger": ["console", "file"]}),
-    "EXPERIMENT": ("knob_run", {"trainer.experiment_name": "knob_run"}),
+# The machine facts (recipes/_common/machine.sh), each a value no YAML holds, and the setting it must reach
+FACTS = {
     "N_GPUS": ("2", {"trainer.n_gpus_per_node": 2}),
+    "NNODES": ("3", {"trainer.nnodes": 3}),
     "TRAIN_FILE": ("/d/t.parquet", {"data.train_files": "/d/t.parquet"}),
+    "VAL_FILE": ("/d/v.parquet", {"data.val_files": "/d/v.parquet"}),
 }
-METHOD_KNOBS = {
-    "rag_r1/grpo.sh": {"MAX_TURNS": ("2", {"actor_rollout_ref.rollout.custom.rag_r1.max_turns": 2}),
-                       "RETRIEVAL_URL": ("http://h:1", {"actor_rollout_ref.rollout.custom.rag_r1.retrieval_url":
+METHOD_FACTS = {
+    "rag_r1/grpo.sh": {"RETRIEVAL_URL": ("http://h:1", {"actor_rollout_ref.rollout.custom.rag_r1.retrieval_url":
                                                         "http://h:1"})},
-    "rag_r1/ppo.sh": {"CRITIC_LR": ("2e-4", {"critic.optim.lr": 2e-4}),
-                      "MICRO_BATCH_SIZE": ("5", {**KNOBS["MICRO_BATCH_SIZE"][1],
-                                                 "critic.ppo_micro_batch_size_per_gpu": 5})},
-    "funreason/grpo_ast.sh": {"REWARD_CONFIG": ("r.yaml", {"reward.custom_reward_function.reward_kwargs.config":
-                                                           "r.yaml"})},
-    "v2p/grpo_click.sh": {"REWARD_FN": ("compute_score_gaussian_point",
-                                       {"reward.custom_reward_function.name": "compute_score_gaussian_point"}),
-                          "KL_COEF": ("0.04", {"actor_rollout_ref.actor.kl_loss_coef": 0.04}),
-                          "MAX_RESPONSE_LENGTH": ("40", {"actor_rollout_ref.rollout.custom.gui_grounding.max_tokens":
-                                                         40})},
-    "funreason_mt/grpo.sh": {"MAX_STEPS_PER_TURN": ("4", {"actor_rollout_ref.rollout.custom.bfcl_multi_turn."
-                                                           "max_steps_per_turn": 4}),
-                             "MAX_TOKENS_PER_STEP": ("64", {"actor_rollout_ref.rollout.custom.bfcl_multi_turn."
-                                                             "max_tokens_per_step": 64}),
-                             "PPO_MAX_TOKEN_LEN": ("4000", {"actor_rollout_ref.actor.ppo_max_token_len_per_gpu": 4000}),
-                             "BFCL_ENV_URL": ("http://h:2", {"actor_rollout_ref.rollout.custom.bfcl_multi_turn.env_url":
+    "rag_r1/ppo.sh": {"CRITIC_MODEL_PATH": ("/models/critic", {"critic.model.path": "/models/critic"})},
+    "funreason/grpo_ast.sh": {},
+    "v2p/grpo_click.sh": {},
+    "funreason_mt/grpo.sh": {"BFCL_ENV_URL": ("http://h:2", {"actor_rollout_ref.rollout.custom.bfcl_multi_turn.env_url":
                                                              "http://h:2"})},
+}
+# Overrides the demos and tests pass, and every setting each one must move (the YAML ties the log-prob and critic
+# micro-batches to the actor's, and the V2P loop's click budget to the response length)
+MICRO = {"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": 5,
+         "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": 5,
+         "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": 5}
+OVERRIDES = {
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=5": {
+        "rag_r1/ppo.sh": {**MICRO, "critic.ppo_micro_batch_size_per_gpu": 5}, None: MICRO},
+    "data.max_response_length=40": {
+        "v2p/grpo_click.sh": {"data.max_response_length": 40,
+                              "actor_rollout_ref.rollout.custom.gui_grounding.max_tokens": 40},
+        None: {"data.max_response_length": 40}},
+    "data.max_prompt_length=300": {None: {"data.max_prompt_length": 300}},
+    "trainer.experiment_name=run_x": {None: {"trainer.experiment_name": "run_x"}},
 }
 
 
 @pytest.mark.parametrize("recipe", RL_RECIPES)
-def test_knobs_reach_their_settings(recipe, tmp_path, monkeypatch):
-    """Every knob a demo or test sets still reaches verl, over the YAML's value."""
-    knobs = {**KNOBS, **METHOD_KNOBS[recipe]}
-    for name, (value, _) in knobs.items():
+def test_machine_facts_reach_their_settings(recipe, tmp_path, monkeypatch):
+    """Every machine fact a demo or test sets in the environment reaches verl."""
+    facts = {**FACTS, **METHOD_FACTS[recipe]}
+    for name, (value, _) in facts.items():
         monkeypatch.setenv(name, value)
-    settings = recipe_settings(recipe, "gpu", tmp_path, keep=set(knobs))
-    expected = {key: value for name in knobs for key, value in knobs[name][1].items()}
+    settings = recipe_settings(recipe, "gpu", tmp_path, keep=set(facts))
+    expected = {key: value for name in facts for key, value in facts[name][1].items()}
+    assert {key: settings.get(key) for key in expected} == expected
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("recipe", RL_RECIPES)
+def test_command_line_overrides_win_over_yaml_and_the_cpu_switch(recipe, device, tmp_path):
+    """One override moves every setting tied to it, over the YAML, the CPU switch's sizes and the stage's own CPU
+    sizes (funreason_mt's 7168-token prompts, grpo_click's 16-token responses)."""
+    settings = recipe_settings(recipe, device, tmp_path, args=tuple(OVERRIDES))
+    expected = {key: value for per_recipe in OVERRIDES.values()
+                for key, value in per_recipe.get(recipe, per_recipe[None]).items()}
     assert {key: settings.get(key) for key in expected} == expected
 
 
@@ -286,41 +292,33 @@ def test_sft_extra_overrides_go_last_and_win(recipe, tmp_path):
     assert (settings["optim.lr"], settings["data.train_batch_size"]) == (3e-3, 6)
 
 
-# The knobs the SFT recipes share (the demos and tests set them), each a value no YAML holds, and its setting
-SFT_KNOBS = {
-    "SFT_BATCH_SIZE": ("6", {"data.train_batch_size": 6}),
-    "MICRO_BATCH_SIZE": ("3", {"data.micro_batch_size_per_gpu": 3}),
-    "SFT_MAX_LENGTH": ("300", {"data.max_length": 300}),
-    "LR": ("3e-3", {"optim.lr": 3e-3}),
-    "TOTAL_TRAINING_STEPS": ("7", {"trainer.total_training_steps": 7}),
-    "LOGGER": ("['console','file']", {"trainer.logger": ["console", "file"]}),
+# The machine facts and overrides the SFT recipes get from demos and tests, and the settings they must reach
+SFT_FACTS = {
     "N_GPUS": ("2", {"trainer.n_gpus_per_node": 2}),
     "TRAIN_FILE": ("/d/t.parquet", {"data.train_files": "/d/t.parquet"}),
     "SFT_CHECKPOINT_DIR": ("/ckpt/x", {"trainer.default_local_dir": "/ckpt/x"}),
 }
-SFT_METHOD_KNOBS = {
-    "rag_r1/sft.sh": {"TOTAL_EPOCHS": ("5", {"trainer.total_epochs": 5}),
-                      "EXPERIMENT": ("knob_run", {"trainer.experiment_name": "knob_run"})},
-    "funreason/sft_srml.sh": {"SRML_ALPHA": ("0.6", {"loss.kwargs.alpha": 0.6})},
-    "funreason/sft_plain.sh": {},
-    "v2p/sft_click.sh": {"TOTAL_EPOCHS": ("5", {"trainer.total_epochs": 5}),
-                         "EXPERIMENT": ("knob_run", {"trainer.experiment_name": "knob_run"}),
-                         "SFT_MAX_LENGTH": ("300", {"data.max_length": 300, "data.max_token_len_per_gpu": 300})},
-    "v2p/sft_warmup.sh": {},
-    "v2p/sft_full.sh": {},
-    "funreason_mt/sft.sh": {"TOTAL_EPOCHS": ("5", {"trainer.total_epochs": 5}),
-                            "EXPERIMENT": ("knob_run", {"trainer.experiment_name": "knob_run"})},
-}
+SFT_OVERRIDES = {"data.train_batch_size=6": {"data.train_batch_size": 6},
+                 "data.micro_batch_size_per_gpu=3": {"data.micro_batch_size_per_gpu": 3},
+                 "data.max_length=300": {"data.max_length": 300},
+                 "trainer.total_training_steps=7": {"trainer.total_training_steps": 7},
+                 "trainer.experiment_name=run_x": {"trainer.experiment_name": "run_x"}}
 
 
+@pytest.mark.parametrize("variant", ["gpu", "cpu"])
 @pytest.mark.parametrize("recipe", sorted(SFT_RECIPES))
-def test_sft_knobs_reach_their_settings(recipe, tmp_path, monkeypatch):
-    """Every knob a demo or test sets still reaches verl, over the YAML's value."""
-    knobs = {**SFT_KNOBS, **SFT_METHOD_KNOBS[recipe]}
-    for name, (value, _) in knobs.items():
+def test_sft_facts_and_overrides_reach_their_settings(recipe, variant, tmp_path, monkeypatch):
+    """Machine facts from the environment and the command line's overrides reach verl, over the YAML and the CPU
+    switch (funreason_mt's own CPU length and micro-batch included)."""
+    for name, (value, _) in SFT_FACTS.items():
         monkeypatch.setenv(name, value)
-    settings = sft_recipe_settings(recipe, "gpu", tmp_path, keep=set(knobs))
-    expected = {key: value for name in knobs for key, value in knobs[name][1].items()}
+    settings = sft_recipe_settings(recipe, variant, tmp_path, args=tuple(SFT_OVERRIDES), keep=set(SFT_FACTS))
+    expected = {key: value for name in SFT_FACTS for key, value in SFT_FACTS[name][1].items()}
+    expected |= {key: value for setting in SFT_OVERRIDES.values() for key, value in setting.items()}
+    if recipe == "v2p/sft_click.sh":  # its per-GPU token budget is one longest sample
+        expected["data.max_token_len_per_gpu"] = 300
+    if variant == "cpu":  # the CPU switch's ranks are CPU_TRAINER_RANKS (1: verl's default, so not in the diff)
+        expected["trainer.n_gpus_per_node"] = None
     assert {key: settings.get(key) for key in expected} == expected
 
 

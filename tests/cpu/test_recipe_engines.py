@@ -6,7 +6,8 @@ engines.
 - fsdp, the default, changes nothing: with ENGINE=fsdp set the config is the pinned snapshot
   (tests/cpu/recipe_configs/, which test_recipe_configs.py compares with ENGINE unset).
 - megatron swaps verl's engine configs (model_engine=megatron for main_ppo; engine=megatron optim=megatron for the SFT
-  trainer) and sets the recipe's MEGATRON_TP/PP/CP on every role, and keeps every method setting of the recipe.
+  trainer), which makes the recipe's YAML include its engine YAML (recipes/_common/engine/megatron_*.yaml: the
+  parallel sizes, on every role, changed by Hydra overrides), and keeps every method setting of the recipe.
 - The V2P pointer SFT refuses megatron before anything starts; a CPU run refuses megatron; an ENGINE that is not a
   training engine is refused.
 Megatron itself is not run here: verl's `megatron` extra (megatron-core, TransformerEngine) is not installed."""
@@ -44,12 +45,15 @@ RL_MEGATRON_SIZES = (2, 2, 1)
 FSDP_ONLY = {"critic.forward_micro_batch_size_per_gpu"}
 
 
-def _megatron(monkeypatch, **sizes: int) -> set[str]:
-    """ENGINE=megatron (and MEGATRON_<TP|PP|CP> sizes) in this process's environment: the knobs to keep."""
+def _megatron(monkeypatch) -> set[str]:
+    """ENGINE=megatron in this process's environment: the variables to keep."""
     monkeypatch.setenv("ENGINE", "megatron")
-    for name, value in sizes.items():
-        monkeypatch.setenv(f"MEGATRON_{name}", str(value))
-    return {"ENGINE", *(f"MEGATRON_{name}" for name in sizes)}
+    return {"ENGINE"}
+
+
+def _sizes(tp: int = 2, pp: int = 2, cp: int = 1) -> tuple[str, ...]:
+    """The actor's parallel sizes as command-line overrides (the reference and the critic follow the actor)."""
+    return tuple(f"actor_rollout_ref.actor.megatron.{size}={value}" for size, value in zip(SIZES, (tp, pp, cp), strict=True))
 
 
 def _effective(settings: dict, key: str):
@@ -78,8 +82,8 @@ def test_megatron_swaps_the_engine_and_keeps_the_method(recipe, tmp_path, monkey
 
 
 def test_megatron_sizes_reach_every_role(tmp_path, monkeypatch):
-    """The knobs (recipes/_common/engine.sh, shared by the four) reach the actor, the reference and the critic."""
-    settings = recipe_settings("rag_r1/ppo.sh", "gpu", tmp_path, keep=_megatron(monkeypatch, TP=4, PP=1, CP=2))
+    """Overrides of the actor's sizes (recipes/_common/engine/megatron_rl.yaml) reach the reference and the critic."""
+    settings = recipe_settings("rag_r1/ppo.sh", "gpu", tmp_path, args=_sizes(4, 1, 2), keep=_megatron(monkeypatch))
     for role in ROLES:  # the reference reads the actor's sizes (verl's ref/megatron_ref.yaml)
         assert tuple(_effective(settings, f"{role}.megatron.{size}") for size in SIZES) == (4, 1, 2), role
 
@@ -96,7 +100,7 @@ def test_verl_accepts_every_rl_recipe(recipe, engine, tiny_model_dir, tmp_path, 
 
 def test_verls_checks_refuse_megatron_sizes_the_gpus_cannot_hold(tmp_path, monkeypatch):
     """The validation above can fail: TP 3 does not divide the recipe's 8 GPUs."""
-    config = recipe_config("rag_r1/grpo.sh", "gpu", tmp_path, keep=_megatron(monkeypatch, TP=3))
+    config = recipe_config("rag_r1/grpo.sh", "gpu", tmp_path, args=_sizes(tp=3), keep=_megatron(monkeypatch))
     with pytest.raises(AssertionError, match=r"n_gpus \(8\) must be divisible by model_parallel_size \(6\)"):
         validate_as_main_ppo(config)
 
@@ -119,15 +123,15 @@ TRAINING_RECIPES = [*RL_RECIPES, *SFT_RECIPES, *POINTER_RECIPES]
 SHARED_OPTIM = ("lr", "lr_warmup_steps_ratio", "weight_decay", "clip_grad", "betas", "total_training_steps")
 
 
-def sft_config(recipe: str, engine: str, tmp_path: Path, model: Path, drop: tuple[str, ...] = ()):
-    """The config the recipe's SFT trainer would compose under ENGINE=`engine` (GPU default) for `model`, without
-    the recorded overrides named in `drop`."""
+def sft_config(recipe: str, engine: str, tmp_path: Path, model: Path, args: tuple[str, ...] = ()):
+    """The config the recipe's SFT trainer would compose under ENGINE=`engine` (GPU default) for `model`, with `args`
+    on the command line."""
     env = {"AGENTIC_VERL_DEVICE": "gpu", "ENGINE": engine, **FIXED_ENV, "MODEL_PATH": str(model)}
-    launch = _recorded_overrides(recipe, tmp_path, env, args=(), unset=sorted(sft_knob_names(recipe) - set(env)))
+    launch = _recorded_overrides(recipe, tmp_path, env, args=args, unset=sorted(sft_knob_names(recipe) - set(env)))
     module = (tmp_path / "argv.txt").read_text().splitlines()
     module = module[module.index("-m") + 1]
     assert module == SFT_RECIPES[recipe]
-    return compose_sft_launch(module, [o for o in launch if o not in drop])
+    return compose_sft_launch(module, launch)
 
 
 @pytest.fixture(scope="module")
@@ -153,6 +157,14 @@ def test_verl_accepts_every_sft_recipe(recipe, engine, models, tmp_path):
     validate_as_sft_trainer(config)
 
 
+def test_megatron_sft_sizes_are_hydra_overrides(tmp_path):
+    """The engine YAML's sizes (recipes/_common/engine/megatron_sft.yaml) give way to the command line's."""
+    config = sft_config("rag_r1/sft.sh", "megatron", tmp_path, Path("/models/m"),
+                        args=("engine.tensor_model_parallel_size=2", "engine.context_parallel_size=2"))
+    assert tuple(config.engine[size] for size in SIZES) == (2, 1, 2)
+    assert config.engine.vanilla_mbridge is True  # mbridge, what install/megatron.txt installs
+
+
 @pytest.mark.parametrize("recipe", sorted(SFT_RECIPES))
 def test_megatron_sft_keeps_the_method(recipe, tmp_path):
     from omegaconf import OmegaConf
@@ -167,10 +179,10 @@ def test_megatron_sft_keeps_the_method(recipe, tmp_path):
 
 
 def test_megatron_sft_needs_the_schedule_in_megatrons_terms(tiny_model_dir, tmp_path):
-    """Why sft_srml.sh restates funreason.yaml's cosine schedule for Megatron: verl's Megatron optimizer config has
-    no `lr_scheduler_type` and refuses the config that keeps it."""
+    """Why funreason/sft.yaml names its cosine schedule per engine (recipes/_common/lr/): verl's Megatron optimizer
+    config has no `lr_scheduler_type` and refuses a config that sets it."""
     config = sft_config("funreason/sft_srml.sh", "megatron", tmp_path, tiny_model_dir,
-                        drop=("~optim.lr_scheduler_type",))
+                        args=("+optim.lr_scheduler_type=cosine",))
     with pytest.raises(Exception, match="lr_scheduler_type"):
         validate_as_sft_trainer(config)
 

@@ -1,4 +1,5 @@
-"""Every rag_r1 recipe, with and without the CPU switch, yields overrides that verl's own hydra configs accept.
+"""Every rag_r1 recipe, with and without the CPU switch, yields overrides that verl's own hydra configs accept; every
+stage launcher stays a short launcher (<= 40 lines of code) that reads only the machine facts from the environment.
 
 The recipes run for real with a stand-in `python3`/`torchrun` on PATH that records the command line; the
 overrides are then composed against verl's ppo_trainer / sft_trainer_engine configs (a typo fails here, not on a
@@ -7,6 +8,7 @@ GPU job). The end-to-end tests run the same recipes with the real trainers on CP
 from __future__ import annotations
 
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -88,15 +90,6 @@ def test_recipe_overrides_compose_with_verls_config(recipe, device, tmp_path):
         assert config.trainer.device == ("cpu" if device == "cpu" else "cuda")
 
 
-def test_cpu_switch_refuses_an_unknown_rollout(tmp_path):
-    env = {**os.environ, "AGENTIC_VERL_DEVICE": "cpu", "MODEL_PATH": "/m", "ROLLOUT_NAME": "hf",
-           "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])}
-    proc = subprocess.run(["bash", str(REPO / "recipes/rag_r1/grpo.sh")], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=60)
-    assert proc.returncode == 2
-    assert "ROLLOUT_NAME=vllm, not 'hf'" in proc.stderr
-
-
 def test_cpu_switch_exports_the_platform(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -130,3 +123,74 @@ def test_each_cpu_run_gets_its_own_ray_folder(tmp_path):
         folders.append(next(a[len(prefix):] for a in record.read_text().splitlines() if a.startswith(prefix)))
     assert folders[0] != folders[1] and all(f.startswith("/tmp/ray_av_") for f in folders[:2]), folders
     assert folders[2] == str(tmp_path / "mine")
+
+
+# ---------------------------------------------------------------- the stage launchers' shape
+# Each stage launcher sets its path defaults and calls recipes/_common/launch.sh's `launch`; its settings are YAML.
+STAGE_LAUNCHERS = sorted(p.relative_to(REPO / "recipes").as_posix() for p in (REPO / "recipes").glob("*/*.sh")
+                         if not re.match(r"(eval|demo|run|seeds)", p.name) and p.parent.name not in ("_common", "demo"))
+# what the stages source besides their own file (launch.sh's machine facts, engine check and rag_r1's shared args)
+SHARED = ["_common/launch.sh", "_common/machine.sh", "_common/engine.sh", "_common/preflight.sh", "_common/rag_r1.sh",
+          "_common/sft_handoff.sh"]
+MAX_CODE_LINES = 40
+_NOT_ENV = {"PATH", "BASH_SOURCE", "PIPESTATUS", "HOME"}
+
+
+def code_lines(text: str) -> int:
+    """Lines that are neither blank nor a comment."""
+    return sum(1 for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#"))
+
+
+def env_reads(text: str, assigned_elsewhere: set[str] = frozenset()) -> set[str]:
+    """The environment variables a bash text reads: every `${NAME:-...}`-style default (an environment value wins)
+    and every other `$NAME` that the text (or the files it sources, `assigned_elsewhere`) never assigns."""
+    code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+    defaulted = set(re.findall(r"\$\{([A-Z][A-Z0-9_]*):?[-=+]", code))
+    assigned = set(re.findall(r"(?:^|[\s;(])(?:local\s+)?([A-Z][A-Z0-9_]*)\+?=", code, re.M)) | assigned_elsewhere
+    read = set(re.findall(r"\$\{?([A-Z][A-Z0-9_]*)", code))
+    return (defaulted | (read - assigned)) - _NOT_ENV
+
+
+def machine_facts() -> set[str]:
+    """The one list: the upper-case names in recipes/_common/machine.sh's header comment."""
+    header = [line for line in (REPO / "recipes/_common/machine.sh").read_text().splitlines() if line.startswith("#")]
+    return set(re.findall(r"\b([A-Z][A-Z0-9_]{2,})\b", "\n".join(header)))
+
+
+def test_the_shape_checks_can_fail():
+    assert code_lines("# a\n\nset -e\n  # b\nlaunch x\n") == 2
+    assert env_reads('TRAIN_BATCH_SIZE=${TRAIN_BATCH_SIZE:-4}\nX=1\necho "$X $LR"') == {"TRAIN_BATCH_SIZE", "LR"}
+    assert {"N_GPUS", "MODEL_PATH", "AGENTIC_VERL_DEVICE", "ENGINE"} <= machine_facts()
+    assert not {"TRAIN_BATCH_SIZE", "LOGGER", "MEGATRON_TP"} & machine_facts()
+
+
+def test_every_stage_launcher_has_at_most_40_lines_of_code():
+    assert len(STAGE_LAUNCHERS) >= 12, STAGE_LAUNCHERS
+    long = {name: code_lines((REPO / "recipes" / name).read_text()) for name in STAGE_LAUNCHERS}
+    assert {name: n for name, n in long.items() if n > MAX_CODE_LINES} == {}
+
+
+def test_launchers_read_only_the_machine_facts_from_the_environment():
+    """Every setting is a Hydra override; the environment holds machine facts only, listed in one place."""
+    common = "\n".join((REPO / "recipes" / name).read_text() for name in SHARED)
+    internal = set(re.findall(r"(?:^|[\s;(])(?:local\s+)?([A-Z][A-Z0-9_]*)\+?=\(?", common, re.M))
+    internal |= {"CPU_RL_ARGS", "CPU_SFT_ARGS", "POINTER_SFT_NEEDS_FSDP"}  # device.sh's and engine.sh's outputs
+    internal -= machine_facts()
+    reads = {name: env_reads((REPO / "recipes" / name).read_text(), internal) for name in [*STAGE_LAUNCHERS, *SHARED]}
+    outside = {name: sorted(names - machine_facts()) for name, names in reads.items() if names - machine_facts()}
+    assert outside == {}
+
+
+SFT_STAGES = ["rag_r1/sft.sh", "funreason/sft_srml.sh", "funreason_mt/sft.sh", "v2p/sft_click.sh",
+              "v2p/sft_warmup.sh", "v2p/sft_full.sh"]
+
+
+@pytest.mark.parametrize("device, ranks", [("cpu", "1"), ("gpu", "8")])
+@pytest.mark.parametrize("recipe", SFT_STAGES)
+def test_torchrun_starts_one_rank_per_device(recipe, device, ranks, tmp_path):
+    """The CPU switch's ranks (CPU_TRAINER_RANKS, 1) reach torchrun, not the 8 GPUs of a GPU node: eight CPU ranks
+    killed a CPU SFT run, and the composed config (trainer.n_gpus_per_node) does not show it."""
+    env = {"AGENTIC_VERL_DEVICE": device, "MODEL_PATH": "/models/m", "PREFLIGHT": "0", "INIT_DIR": str(tmp_path)}
+    _recorded_overrides(recipe, tmp_path, env, unset=("N_GPUS", "CPU_TRAINER_RANKS"))
+    argv = (tmp_path / "argv.txt").read_text().splitlines()
+    assert f"--nproc_per_node={ranks}" in argv, argv[:6]

@@ -26,19 +26,21 @@ def _messages_parquet(path):
 @pytest.mark.parametrize("dataset", ["messages", "pretokenized"])
 def test_sft_trainer_two_steps(dataset, tiny_model_dir, tmp_path):
     if dataset == "messages":
-        train, env = _messages_parquet(tmp_path / "train.parquet"), {"SFT_DATASET_PATH": "null", "SFT_DATASET_NAME": "null"}
+        # verl's own dataset for chat messages
+        train, dataset_args = _messages_parquet(tmp_path / "train.parquet"), ["data.custom_cls.path=null",
+                                                                                "data.custom_cls.name=null"]
     else:
-        train, env = pretokenized_sft_parquet(tmp_path / "train.parquet", tiny_model_dir), {}
+        train, dataset_args = pretokenized_sft_parquet(tmp_path / "train.parquet", tiny_model_dir), []
     metrics_path = tmp_path / "metrics.jsonl"
     env = {
-        **os.environ, **env,
+        **os.environ,
         "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ.get('PATH', '')}",
         "AGENTIC_VERL_DEVICE": "cpu", "MODEL_PATH": str(tiny_model_dir), "TRAIN_FILE": str(train),
-        "SFT_BATCH_SIZE": "4", "MICRO_BATCH_SIZE": "2", "SFT_MAX_LENGTH": "128", "TOTAL_TRAINING_STEPS": "2",
-        "LR": "1e-3", "LOGGER": "['console','file']", "VERL_FILE_LOGGER_PATH": str(metrics_path),
-        "TMPDIR": tempfile.gettempdir(),
+        "VERL_FILE_LOGGER_PATH": str(metrics_path), "TMPDIR": tempfile.gettempdir(),
     }
-    overrides = [f"trainer.default_local_dir={tmp_path / 'ckpt'}", "trainer.save_freq=-1"]
+    overrides = ["data.train_batch_size=4", "data.micro_batch_size_per_gpu=2", "data.max_length=128",
+                 "trainer.total_training_steps=2", "optim.lr=1e-3", *dataset_args,
+                 f"trainer.default_local_dir={tmp_path / 'ckpt'}", "trainer.save_freq=-1"]
     if dataset == "messages":
         # The Qwen3 chat template renders the final assistant turn differently in a whole conversation (an empty
         # think block) than turn by turn, which verl's MultiTurnSFTDataset checks; verl's own switch accepts it.

@@ -23,18 +23,14 @@ from pathlib import Path
 
 import pytest
 from cpu_backend_helpers import REPO, RecipeRun, run_recipe, weights_in_sync
-from test_recipes import _compose, _recorded_overrides
+from test_funreason_grpo import composed_grpo_config  # the recorded launch composed with verl's config
 
 RECIPE = "v2p/grpo_click.sh"
 
 
 @pytest.mark.parametrize("device", ["gpu", "cpu"])
 def test_grpo_click_overrides_compose_with_verls_config(device, tmp_path):
-    overrides = _recorded_overrides(RECIPE, tmp_path, {"AGENTIC_VERL_DEVICE": device, "MODEL_PATH": "/models/vl"})
-    assert overrides[-1] == "trainer.total_epochs=3"  # "$@" last
-    config = _compose("ppo_trainer", overrides)
-    assert config.algorithm.adv_estimator == "grpo"
-    assert config.actor_rollout_ref.model.path == "/models/vl"
+    config = composed_grpo_config(RECIPE, tmp_path, device, "/models/vl")
     rollout = config.actor_rollout_ref.rollout
     assert rollout.agent.default_agent_loop == "gui_grounding" and rollout.name == "vllm"
     assert rollout.custom.gui_grounding.max_tokens == config.data.max_response_length

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import subprocess
 import sys
 import tempfile
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from cpu_backend_helpers import REPO
-from test_funreason_sft import _RECORDER, _compose  # the torchrun stand-in and our SFT configs' composition
+from test_funreason_sft import _compose, recorded_sft_overrides  # the torchrun stand-in, our SFT configs
 
 RECIPES = {"v2p/sft_warmup.sh": ("v2p/sft_warmup", "warmup"), "v2p/sft_full.sh": ("v2p/sft_full", "full")}
 EMBEDDING = "model.language_model.embed_tokens.weight"  # transformers' in-memory name; on disk see _weights
@@ -30,24 +29,12 @@ EMBEDDING = "model.language_model.embed_tokens.weight"  # transformers' in-memor
 @pytest.mark.parametrize("recipe", sorted(RECIPES))
 @pytest.mark.parametrize("device", ["gpu", "cpu"])
 def test_recipe_overrides_compose_with_our_sft_config(recipe, device, tmp_path):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "torchrun").write_text(_RECORDER)
-    (bin_dir / "torchrun").chmod((bin_dir / "torchrun").stat().st_mode | stat.S_IEXEC)
     env = {
-        **os.environ,
         "AGENTIC_VERL_DEVICE": device,
         "MODEL_PATH": "/models/some-v2p-model",  # a given model: no pointer-model init, no checkpoint search
-        "RECORD_FILE": str(tmp_path / "argv.txt"),
-        "PATH": os.pathsep.join([str(bin_dir), os.path.dirname(sys.executable), os.environ["PATH"]]),
         "PREFLIGHT": "0",  # the model and data named here do not exist: only the command line is under test
     }
-    subprocess.run(["bash", str(REPO / "recipes" / recipe), "trainer.total_epochs=3"], cwd=REPO, env=env, check=True,
-                   timeout=60)
-    argv = (tmp_path / "argv.txt").read_text().splitlines()
-    module_at = argv.index("-m")
-    assert argv[module_at + 1] == "agentic_verl.training.sft_trainer"
-    overrides = argv[module_at + 2 :]
+    overrides = recorded_sft_overrides(recipe, tmp_path, env, ["trainer.total_epochs=3"])
     config_name, stage = RECIPES[recipe]
     config_path = ["--config-path", str(REPO / "recipes"), "--config-name", config_name]
     assert overrides[:4] == config_path and overrides[-1] == "trainer.total_epochs=3"
@@ -233,11 +220,6 @@ def _run(recipe: str, out: Path, train: Path, steps: int, lr: float, extra_env: 
         "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ.get('PATH', '')}",
         "AGENTIC_VERL_DEVICE": "cpu",
         "TRAIN_FILE": str(train),
-        "SFT_BATCH_SIZE": "8",
-        "MICRO_BATCH_SIZE": "4",
-        "TOTAL_TRAINING_STEPS": str(steps),
-        "LR": repr(lr),
-        "LOGGER": "['console','file']",
         "VERL_FILE_LOGGER_PATH": str(metrics_path),
         "SFT_CHECKPOINT_DIR": str(out / "ckpt"),
         "TMPDIR": tempfile.gettempdir(),
@@ -245,6 +227,8 @@ def _run(recipe: str, out: Path, train: Path, steps: int, lr: float, extra_env: 
     }
     env.pop("MODEL_PATH", None)  # the warm-up starts from INIT_DIR, the full stage from the warm-up's checkpoint
     overrides = [
+        "data.train_batch_size=8", "data.micro_batch_size_per_gpu=4", f"trainer.total_training_steps={steps}",
+        f"optim.lr={lr!r}",
         f"trainer.total_epochs={steps}",
         "optim.lr_scheduler_type=constant",
         "checkpoint.save_contents=[hf_model]",  # at the last step: the folder the next stage and evaluation load

@@ -244,13 +244,19 @@ def test_recipe_passes_flags_the_command_accepts(tmp_path):
     refused = subprocess.run(["bash", "recipes/funreason/eval_bfcl.sh"], cwd=repo, env=env, capture_output=True,
                              text=True, timeout=60)
     assert refused.returncode == 2 and "set MODEL_PATH=DIR" in refused.stderr
-    env.update(MODEL_PATH="/models/funreason", LIMIT="3", CATEGORIES="simple_python live")
-    subprocess.run(["bash", "recipes/funreason/eval_bfcl.sh", "--max-tokens", "512"], cwd=repo, env=env, check=True,
-                   timeout=60)
+    env.update(MODEL_PATH="/models/funreason")
+    subprocess.run(["bash", "recipes/funreason/eval_bfcl.sh", "--limit", "3", "--categories", "simple_python", "live",
+                    "--max-tokens", "512"], cwd=repo, env=env, check=True, timeout=60)
     args = build_parser().parse_args(record.read_text().splitlines())
     assert (args.eval_command, args.model, args.engine, args.limit) == ("bfcl", "/models/funreason", "vllm", 3)
     assert args.categories == ["simple_python", "live"] and args.prompt == "bfcl" and args.max_tokens == 512
     assert args.out == "outputs/eval/bfcl_funreason" and args.label == "funreason"
+    # a served model: MODEL_PATH stays out (argparse would refuse --model beside --endpoint), its name labels the run
+    subprocess.run(["bash", "recipes/funreason/eval_bfcl.sh", "--endpoint", "http://127.0.0.1:9", "--model-name",
+                    "served"], cwd=repo, env=env, check=True, timeout=60)
+    args = build_parser().parse_args(record.read_text().splitlines())
+    assert (args.model, args.endpoint, args.label, args.out) == (None, "http://127.0.0.1:9", "served",
+                                                                 "outputs/eval/bfcl_served")
 
 
 def _tiny_question_files(folder: Path) -> list[Path]:

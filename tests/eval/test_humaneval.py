@@ -262,10 +262,11 @@ def test_recipe_passes_flags_the_command_accepts(tmp_path):
     stand_in.write_text('#!/usr/bin/env bash\nprintf "%s\\n" "$@" > "$RECORD_FILE"\n')
     stand_in.chmod(0o755)
     record = tmp_path / "argv.txt"
-    env = {**os.environ, "MODEL_PATH": "/models/coder", "LIMIT": "3", "RECORD_FILE": str(record),
+    env = {**os.environ, "MODEL_PATH": "/models/coder", "RECORD_FILE": str(record),
            "AGENTIC_VERL": str(stand_in)}
     env.pop("AGENTIC_VERL_DEVICE", None)
-    subprocess.run(["bash", str(repo / "recipes/funreason/eval_humaneval.sh"), "--prompt-style", "completion"],
+    subprocess.run(["bash", str(repo / "recipes/funreason/eval_humaneval.sh"), "--prompt-style", "completion",
+                    "--limit", "3"],
                    cwd=repo, env=env, check=True, timeout=60)
     argv = record.read_text().splitlines()
     assert argv[:3] == ["eval", "humaneval", "--allow-code-execution"]

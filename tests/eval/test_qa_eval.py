@@ -242,9 +242,10 @@ def test_eval_recipe_runs_eval_qa_and_refuses_without_a_model(toy_world_dir, toy
 
     out = tmp_path / "out"
     run = subprocess.run(["bash", "recipes/rag_r1/eval.sh", "--max-turns", "1", "--max-tokens-per-turn", "4",
-                          "--deterministic"], cwd=repo, capture_output=True, text=True,
-                         env={**env, "MODEL_PATH": str(tiny_model), "ENGINE": "hf", "LIMIT": "2", "OUT": str(out),
-                              "DATA_FILES": str(toy_world_dir / "test.jsonl"), "RETRIEVAL_URL": toy_retrieval_url})
+                          "--deterministic", "--engine", "hf", "--limit", "2", "--out", str(out),
+                          "--data", str(toy_world_dir / "test.jsonl"), "--label", "rag_r1_mq"], cwd=repo,
+                         capture_output=True, text=True,
+                         env={**env, "MODEL_PATH": str(tiny_model), "RETRIEVAL_URL": toy_retrieval_url})
     assert run.returncode == 0, run.stderr[-3000:]
     result = json.loads((out / "result.json").read_text())
     assert result["summary"]["n"] == 2 and result["settings"]["mode"] == "mq" and result["settings"]["label"] == "rag_r1_mq"

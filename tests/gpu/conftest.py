@@ -27,7 +27,7 @@ def rag_r1_data(tmp_path_factory):
 
 
 # ---------------------------------------------------------------- FunReason and V2P (test_funreason_gpu.py, test_v2p_gpu.py)
-# tests/cpu's helpers (learning_task, test_v2p_grpo) import their siblings by name, as tests/cpu's own tests do
+# tests/cpu's helpers (test_v2p_grpo) import their siblings by name, as tests/cpu's own tests do
 _CPU_TESTS = str(Path(__file__).resolve().parents[1] / "cpu")
 if _CPU_TESTS not in sys.path:
     sys.path.append(_CPU_TESTS)
@@ -57,16 +57,12 @@ def funreason_sft_data(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def choice_task_start(tmp_path_factory):
-    """(SFT start, RL parquet) of the learning test's task (tests/cpu/learning_task.py): a tiny llama that writes
+    """(SFT start, RL parquet) of the learning test's task (agentic_verl/demo/learning.py): a tiny llama that writes
     well-formed calls and picks the right function ~5/8 of the time (plain-PyTorch SFT, ~1 min on CPU)."""
-    from learning_task import choice_task, sft_tiny_model, write_rl_parquet
+    from agentic_verl.demo.learning import prepare
 
-    from agentic_verl.cpu.models import make_tiny_model, smollm2_hf_dir
-
-    work = tmp_path_factory.mktemp("choice_task")
-    task = choice_task(seed=0)
-    base = make_tiny_model(work / "base", arch="llama", tokenizer_dir=smollm2_hf_dir())
-    return sft_tiny_model(task, base, work / "sft"), write_rl_parquet(task, work / "train.parquet")
+    files = prepare(tmp_path_factory.mktemp("choice_task"))
+    return files.model, files.train
 
 
 @pytest.fixture(scope="session")

@@ -26,6 +26,7 @@ VARIED_REWARD = REPO / "tests" / "cpu" / "varied_reward.py"
 ACTOR_LR = "5e-3"
 # Variables that would turn a run into a CPU run (recipes/_common/device.sh) or point verl at our CPU platform.
 CPU_SWITCHES = ("AGENTIC_VERL_DEVICE", "VERL_PLATFORM")
+LOGGER = "trainer.logger=['console','file']"  # verl's file logger: the metrics each run reads back
 RUN_TIMEOUT_S = 1200  # a run is killed past this (Ray + vLLM start-up, 2 tiny steps: minutes on one GPU)
 
 
@@ -38,14 +39,16 @@ def cuda_available() -> bool:
         return False
 
 
-# verl's Megatron engine on the one lent GPU: no model parallelism (the recipes' defaults are for 8 GPUs)
-MEGATRON_ONE_GPU = {"ENGINE": "megatron", "MEGATRON_TP": "1", "MEGATRON_PP": "1", "MEGATRON_CP": "1"}
+# verl's Megatron engine on the one lent GPU: no model parallelism (the engine YAML's sizes are for 8 GPUs)
+SIZES = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size")
 
 
 def on_megatron(args: tuple[dict[str, str], list[str]]) -> tuple[dict[str, str], list[str]]:
-    """A run's (env, overrides) under ENGINE=megatron on one GPU (the recipe adds verl's switch itself)."""
+    """A run's (env, overrides) under ENGINE=megatron on one GPU (the recipe adds verl's switch itself), sizes 1."""
     env, overrides = args
-    return {**env, **MEGATRON_ONE_GPU}, overrides
+    rl = any(o.startswith("actor_rollout_ref.") for o in overrides)
+    prefix = "actor_rollout_ref.actor.megatron" if rl else "engine"  # the reference and critic follow the actor
+    return {**env, "ENGINE": "megatron"}, [*overrides, *(f"{prefix}.{size}=1" for size in SIZES)]
 
 
 # The marks of every run on a GPU (tests/gpu/test_*_gpu.py): skipped without CUDA, `make test-gpu` runs them
@@ -118,11 +121,22 @@ def sdpa_unless_flash_attn(*model_keys: str) -> list[str]:
 
 
 # 2 questions x 2 samples, one search turn + the final answer turn (as the CPU end-to-end tests)
-SMALL_RL = {
-    "TRAIN_BATCH_SIZE": "2", "PPO_MINI_BATCH_SIZE": "2", "MICRO_BATCH_SIZE": "2", "ROLLOUT_N": "2",
-    "MAX_PROMPT_LENGTH": "512", "MAX_RESPONSE_LENGTH": "96", "MAX_TURNS": "1", "RAG_MODE": "sq",
-    "ROLLOUT_NAME": "vllm", "TOTAL_TRAINING_STEPS": "2",
-}
+SMALL_RL = [
+    "actor_rollout_ref.rollout.custom.rag_r1.max_turns=1", "++actor_rollout_ref.rollout.custom.rag_r1.mode=sq",
+    *(f"{key}={value}" for key, value in (("data.max_prompt_length", 512), ("data.max_response_length", 96)))]
+
+
+def rl_sizes(batch: int, micro: int, samples: int, steps: int = 2) -> list[str]:
+    """Hydra overrides of an RL run's batch, mini-batch (= batch), micro-batch, group size and steps."""
+    return [f"data.train_batch_size={batch}", f"actor_rollout_ref.actor.ppo_mini_batch_size={batch}",
+            f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={micro}", f"actor_rollout_ref.rollout.n={samples}",
+            f"trainer.total_training_steps={steps}"]
+
+
+def sft_sizes(batch: int, micro: int, lr: str, max_length: int | None = None, steps: int = 2) -> list[str]:
+    """Hydra overrides of an SFT run's batch, micro-batch, lr, length and steps."""
+    return [f"data.train_batch_size={batch}", f"data.micro_batch_size_per_gpu={micro}", f"optim.lr={lr}",
+            f"trainer.total_training_steps={steps}", *([f"data.max_length={max_length}"] if max_length else [])]
 
 
 def padded_unless_flash_attn(*model_keys: str) -> list[str]:
@@ -172,23 +186,23 @@ def grpo_args(model_dir: Path, data: tuple[Path, Path], retrieval_url: str, work
               ray_dir: str) -> tuple[dict[str, str], list[str]]:
     """(env, overrides) of the GRPO run: `run_recipe_on_gpu("rag_r1/grpo.sh", work, *grpo_args(...))`."""
     train, test = data
-    env = {**SMALL_RL, "MODEL_PATH": str(model_dir), "TRAIN_FILE": str(train), "VAL_FILE": str(test),
+    env = {"MODEL_PATH": str(model_dir), "TRAIN_FILE": str(train), "VAL_FILE": str(test),
            "RETRIEVAL_URL": retrieval_url}
-    return env, ppo_overrides(work, ray_dir)
+    return env, [*rl_sizes(batch=2, micro=2, samples=2), *SMALL_RL, *ppo_overrides(work, ray_dir)]
 
 
 def ppo_args(model_dir: Path, data: tuple[Path, Path], retrieval_url: str, work: Path,
              ray_dir: str) -> tuple[dict[str, str], list[str]]:
     """(env, overrides) of the PPO run (GAE critic, one sample per question)."""
     env, overrides = grpo_args(model_dir, data, retrieval_url, work, ray_dir)
-    return {**env, "ROLLOUT_N": "1"}, [*overrides, "critic.optim.lr=1e-3"]
+    return env, [*overrides, "actor_rollout_ref.rollout.n=1", "critic.optim.lr=1e-3"]
 
 
 def sft_args(model_dir: Path, train: Path, work: Path) -> tuple[dict[str, str], list[str]]:
     """(env, overrides) of the SFT run: 2 steps of 4 pretokenized sequences."""
-    env = {"MODEL_PATH": str(model_dir), "TRAIN_FILE": str(train), "SFT_BATCH_SIZE": "4", "MICRO_BATCH_SIZE": "2",
-           "SFT_MAX_LENGTH": "128", "TOTAL_TRAINING_STEPS": "2", "LR": "1e-3"}
-    overrides = [f"trainer.default_local_dir={work / 'ckpt'}", "trainer.save_freq=-1", *sdpa_unless_flash_attn("model")]
+    env = {"MODEL_PATH": str(model_dir), "TRAIN_FILE": str(train)}
+    overrides = [*sft_sizes(batch=4, micro=2, lr="1e-3", max_length=128), f"trainer.default_local_dir={work / 'ckpt'}",
+                 "trainer.save_freq=-1", *sdpa_unless_flash_attn("model")]
     return env, overrides
 
 
@@ -196,37 +210,36 @@ def sft_args(model_dir: Path, train: Path, work: Path) -> tuple[dict[str, str], 
 
 def grpo_ast_args(model_dir: Path, train: Path, work: Path, ray_dir: str) -> tuple[dict[str, str], list[str]]:
     """(env, overrides) of funreason/grpo_ast.sh: 4 questions x 4 samples of the learning task
-    (tests/cpu/learning_task.py; its SFT start is right about 5/8 of the time, so rewards differ within a group),
+    (agentic_verl/demo/learning.py; its SFT start is right about 5/8 of the time, so rewards differ within a group),
     the recipe's own reward (BFCL AST + 0.1 x FunReason format)."""
-    env = {"MODEL_PATH": str(model_dir), "TRAIN_FILE": str(train), "VAL_FILE": str(train),
-           "TRAIN_BATCH_SIZE": "4", "PPO_MINI_BATCH_SIZE": "4", "MICRO_BATCH_SIZE": "4", "ROLLOUT_N": "4",
-           "MAX_PROMPT_LENGTH": "128", "MAX_RESPONSE_LENGTH": "8", "ROLLOUT_NAME": "vllm", "TOTAL_TRAINING_STEPS": "2"}
-    return env, rl_overrides(work, ray_dir)
+    env = {"MODEL_PATH": str(model_dir), "TRAIN_FILE": str(train), "VAL_FILE": str(train)}
+    return env, [*rl_sizes(batch=4, micro=4, samples=4), "data.max_prompt_length=128", "data.max_response_length=8",
+                 *rl_overrides(work, ray_dir)]
 
 
 def funreason_sft_args(model_dir: Path, train: Path, work: Path) -> tuple[dict[str, str], list[str]]:
     """(env, overrides) of funreason/sft_srml.sh and sft_plain.sh: 2 steps of the 4 samples of `train`."""
-    env = {"MODEL_PATH": str(model_dir), "TRAIN_FILE": str(train), "VAL_FILE": "null", "SFT_BATCH_SIZE": "4",
-           "MICRO_BATCH_SIZE": "2", "SFT_MAX_LENGTH": "1024", "TOTAL_TRAINING_STEPS": "2", "LR": "1e-3",
+    env = {"MODEL_PATH": str(model_dir), "TRAIN_FILE": str(train), "VAL_FILE": "null",
            "SFT_CHECKPOINT_DIR": str(work / "ckpt")}
-    return env, ["trainer.save_freq=-1", *sdpa_unless_flash_attn("model")]
+    return env, [*sft_sizes(batch=4, micro=2, lr="1e-3", max_length=1024), "trainer.save_freq=-1",
+                 *sdpa_unless_flash_attn("model")]
 
 
 def v2p_sft_args(train: Path, work: Path, lr: str, **model) -> tuple[dict[str, str], list[str]]:
     """(env, overrides) of v2p/sft_warmup.sh and sft_full.sh: 2 steps of the 8 samples of `train` in two
     micro-batches; `model`: MODEL_PATH= (the warm-up's pointer model) or WARMUP_DIR= (the full stage finds the
     warm-up's last checkpoint there). The last step saves the HF folder (the next stage's model)."""
-    env = {"TRAIN_FILE": str(train), "SFT_BATCH_SIZE": "8", "MICRO_BATCH_SIZE": "4", "TOTAL_TRAINING_STEPS": "2",
-           "LR": lr, "SFT_CHECKPOINT_DIR": str(work / "ckpt"), **{key: str(value) for key, value in model.items()}}
-    return env, ["trainer.save_freq=-1", "checkpoint.save_contents=[hf_model]", *sdpa_unless_flash_attn("model")]
+    env = {"TRAIN_FILE": str(train), "SFT_CHECKPOINT_DIR": str(work / "ckpt"),
+           **{key: str(value) for key, value in model.items()}}
+    return env, [*sft_sizes(batch=8, micro=4, lr=lr), "trainer.save_freq=-1", "checkpoint.save_contents=[hf_model]",
+                 *sdpa_unless_flash_attn("model")]
 
 
 def click_sft_args(model_dir: Path, train: Path, work: Path) -> tuple[dict[str, str], list[str]]:
     """(env, overrides) of v2p/sft_click.sh: 2 steps of 4 text-click samples on the tiny Qwen2.5-VL."""
-    env = {"MODEL_PATH": str(model_dir), "TRAIN_FILE": str(train), "SFT_BATCH_SIZE": "4", "MICRO_BATCH_SIZE": "2",
-           "SFT_MAX_LENGTH": "1024", "TOTAL_TRAINING_STEPS": "2", "LR": "1e-3",
-           "SFT_CHECKPOINT_DIR": str(work / "ckpt")}
-    return env, ["trainer.save_freq=-1", *sdpa_unless_flash_attn("model"), *padded_unless_flash_attn("model")]
+    env = {"MODEL_PATH": str(model_dir), "TRAIN_FILE": str(train), "SFT_CHECKPOINT_DIR": str(work / "ckpt")}
+    return env, [*sft_sizes(batch=4, micro=2, lr="1e-3", max_length=1024), "trainer.save_freq=-1",
+                 *sdpa_unless_flash_attn("model"), *padded_unless_flash_attn("model")]
 
 
 # Test-only click reward: the recipe's click-in-box score plus a deterministic spread (a random tiny VL model
@@ -237,10 +250,10 @@ VARIED_CLICK_REWARD = REPO / "tests" / "gpu" / "varied_click_reward.py"
 def grpo_click_args(model_dir: Path, data: Path, work: Path, ray_dir: str) -> tuple[dict[str, str], list[str]]:
     """(env, overrides) of v2p/grpo_click.sh: 2 screenshots x 2 samples of 16 tokens per step, the processor's
     own resize bounds (tiny screenshots), the varied click reward."""
-    env = {"MODEL_PATH": str(model_dir), "TRAIN_FILE": str(data), "VAL_FILE": str(data), "TRAIN_BATCH_SIZE": "2",
-           "PPO_MINI_BATCH_SIZE": "2", "MICRO_BATCH_SIZE": "2", "ROLLOUT_N": "2", "MAX_PROMPT_LENGTH": "512",
-           "MAX_RESPONSE_LENGTH": "16", "MAX_PIXELS": "", "ROLLOUT_NAME": "vllm", "TOTAL_TRAINING_STEPS": "2"}
-    return env, [*rl_overrides(work, ray_dir), f"reward.custom_reward_function.path={VARIED_CLICK_REWARD}",
+    env = {"MODEL_PATH": str(model_dir), "TRAIN_FILE": str(data), "VAL_FILE": str(data)}
+    return env, [*rl_sizes(batch=2, micro=2, samples=2), "data.max_prompt_length=512", "data.max_response_length=16",
+                 "~data.mm_processor_kwargs.size",  # the processor's own resize bounds
+                 *rl_overrides(work, ray_dir), f"reward.custom_reward_function.path={VARIED_CLICK_REWARD}",
                  *padded_unless_flash_attn("actor_rollout_ref.model")]
 
 
@@ -251,7 +264,6 @@ def gpu_env(work: Path, env: dict[str, str]) -> dict[str, str]:
     full_env.update({
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "N_GPUS": "1",
-        "LOGGER": "['console','file']",
         "VERL_FILE_LOGGER_PATH": str(work / "metrics.jsonl"),
         "VLLM_NO_USAGE_STATS": "1",
         "VLLM_DO_NOT_TRACK": "1",
@@ -273,7 +285,7 @@ def run_recipe_on_gpu(recipe: str, work: Path, env: dict[str, str], overrides: l
     metrics_path, log_path = work / "metrics.jsonl", work / "run.log"
     ray_dir = next((o.split("=", 1)[1] for o in overrides if o.startswith("+ray_kwargs.ray_init._temp_dir=")), None)
     start = time.monotonic()
-    returncode = run_in_own_process_group(["bash", str(REPO / "recipes" / recipe), *overrides], gpu_env(work, env),
+    returncode = run_in_own_process_group(["bash", str(REPO / "recipes" / recipe), LOGGER, *overrides], gpu_env(work, env),
                                           log_path, timeout_s)
     seconds = time.monotonic() - start
     if ray_dir:
@@ -306,7 +318,7 @@ def recorded_launch(recipe: str, work: Path, env: dict[str, str], overrides: lis
     record = work / "argv.txt"
     full_env = gpu_env(work, env)
     full_env.update({"PATH": f"{bin_dir}{os.pathsep}{full_env['PATH']}", "RECORD_FILE": str(record)})
-    subprocess.run(["bash", str(REPO / "recipes" / recipe), *overrides], cwd=REPO, env=full_env, check=True,
+    subprocess.run(["bash", str(REPO / "recipes" / recipe), LOGGER, *overrides], cwd=REPO, env=full_env, check=True,
                    timeout=60)
     argv = record.read_text().splitlines()  # the last launch: the trainer (a preflight before it is recorded over)
     module_at = argv.index("-m")

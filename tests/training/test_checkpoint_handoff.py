@@ -96,7 +96,8 @@ def test_handoff_refuses_without_weights(tmp_path, case):
 def test_recipes_use_the_handoff(recipe, folder_var):
     # every recipe that starts from a stage's checkpoint goes through the engine-aware lookup, none by a fixed path
     text = (REPO / "recipes" / recipe).read_text()
-    assert "sft_handoff.sh" in text and f'stage_model_path "${folder_var}"' in text
+    # sft_handoff.sh directly, or through recipes/_common/launch.sh, which sources it for every stage
+    assert ("sft_handoff.sh" in text or "_common/launch.sh" in text) and f'stage_model_path "${folder_var}"' in text
     assert "global_step_$STEP/huggingface" not in text
 
 
