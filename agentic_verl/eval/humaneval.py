@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from agentic_verl.eval.output import write_run
-from agentic_verl.eval.sandbox import STATUSES, Isolation, Limits, isolation, run_program
+from agentic_verl.eval.sandbox import STATUSES, CodeExecutionNotAllowed, Isolation, Limits, isolation, run_program
 from agentic_verl.eval.settings_checks import check_counts
 from agentic_verl.net import check_model_or_endpoint
 
@@ -58,10 +58,6 @@ CHAT_TEMPLATE = ("Please provide a self-contained Python script that solves the 
                  "code block:\n```\n{prompt}\n```")
 _FENCE = re.compile(r"```[ \t]*(?:python|py|Python)?[ \t]*\n(.*?)(?:```|$)", re.DOTALL)
 _FIELDS = ("task_id", "prompt", "test", "entry_point")
-
-
-class CodeExecutionNotAllowed(ValueError):
-    """`evaluate` without `allow_code_execution`: nothing was loaded or run."""
 
 
 @dataclass

@@ -13,6 +13,7 @@ a loose module needs its folder on `PYTHONPATH` in every worker.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import os
@@ -25,6 +26,16 @@ _ENTRY_FIELDS = frozenset({"class_name", "config", "tool_schema"})  # what verl 
 
 class ToolConfigError(ValueError):
     """A tool config that verl's loader would refuse, or would fail on with an unhelpful error."""
+
+
+def settings_from_config(settings_class: type, config, what: str):
+    """A tool's settings dataclass from its YAML `config` (verl's `type` key aside), refusing keys the dataclass does
+    not have, so that a misspelt setting stops the run instead of being ignored. `what` names the tool in the error."""
+    known = {f.name for f in dataclasses.fields(settings_class)}
+    unknown = sorted(set(config) - known - {"type"})
+    if unknown:
+        raise ValueError(f"unknown {what} config key(s) {unknown}; known: {sorted(known)}")
+    return settings_class(**{key: value for key, value in config.items() if key in known})
 
 
 def check_tool_config(path: str | os.PathLike) -> list[type]:

@@ -31,7 +31,7 @@ import asyncio
 import logging
 import threading
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 from uuid import uuid4
 
@@ -43,6 +43,7 @@ from agentic_verl.fail_fast import SEARCH_FAILURES, check_limit
 from agentic_verl.retrieval.client import RetrievalClient, RetrievalError
 from agentic_verl.retrieval.formatting import escape_protocol_tags, format_passages
 from agentic_verl.retrieval.protocol import Passage
+from agentic_verl.tools.config import settings_from_config
 
 logger = logging.getLogger(__name__)
 
@@ -65,11 +66,7 @@ class SearchSettings:
 
     @classmethod
     def from_config(cls, config: dict) -> SearchSettings:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(config) - known - {"type"})
-        if unknown:
-            raise ValueError(f"unknown search tool config key(s) {unknown}; known: {sorted(known)}")
-        settings = cls(**{key: value for key, value in config.items() if key in known})
+        settings = settings_from_config(cls, config, "search tool")
         if (settings.retrieval_url is None) == (settings.index_dir is None):
             raise ValueError("search tool config needs exactly one of retrieval_url (a server) or index_dir (in-process)")
         for key in ("topk", "max_queries", "max_query_chars", "max_concurrency"):

@@ -28,12 +28,12 @@ thread that replaces `check` between its definition and its call): the official 
 
 from __future__ import annotations
 
-from agentic_verl.eval.sandbox.plan import Isolation, Limits, SandboxUnavailable
+from agentic_verl.eval.sandbox.plan import CodeExecutionNotAllowed, Isolation, Limits, SandboxUnavailable
 from agentic_verl.eval.sandbox.probe import detect_isolation, isolation
 from agentic_verl.eval.sandbox.runner import STATUSES, RunResult, run_with
 
-__all__ = ["STATUSES", "Isolation", "Limits", "RunResult", "SandboxUnavailable", "detect_isolation", "isolation",
-           "run_program"]
+__all__ = ["STATUSES", "CodeExecutionNotAllowed", "Isolation", "Limits", "RunResult", "SandboxUnavailable",
+           "detect_isolation", "isolation", "run_program"]
 
 
 def run_program(source: str, limits: Limits | None = None, plan: Isolation | None = None) -> RunResult:

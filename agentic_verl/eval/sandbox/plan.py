@@ -46,3 +46,7 @@ class Isolation:
 class SandboxUnavailable(ValueError):
     """The full sandbox cannot run here and reduced isolation was not allowed (`isolation(allow_reduced=True)`,
     `--allow-reduced-isolation`). A ValueError, like CodeExecutionNotAllowed: the CLI prints it and exits 2."""
+
+
+class CodeExecutionNotAllowed(ValueError):
+    """Code would run without the caller's explicit opt-in (`allow_code_execution`): nothing was loaded or run."""
