@@ -160,7 +160,7 @@ def _qa(args) -> int:
 
 
 def _add_bfcl(sub) -> None:
-    from agentic_verl.eval.bfcl_data import CATEGORIES, GROUPS, MULTI_TURN, PROMPTS
+    from agentic_verl.eval.bfcl_data import CATEGORIES, GROUPS, MODES, MULTI_TURN, PROMPTS
     from agentic_verl.eval.bfcl_eval import BFCLEvalSettings
     from agentic_verl.generation import ENGINES
 
@@ -185,6 +185,13 @@ def _add_bfcl(sub) -> None:
     p.add_argument("--prompt", choices=PROMPTS, default=default("prompt"),
                    help="bfcl: BFCL's prompting system prompt (default); funreason: this repo's training prompt "
                         "(BFCL's plus <think> reasoning)")
+    p.add_argument("--mode", choices=MODES, default=default("mode"),
+                   help="prompting: BFCL's prompting mode (default); fc: BFCL's FC mode on the single-turn "
+                        "categories, the functions as tools through the chat template, the calls read by "
+                        "--tool-parser")
+    p.add_argument("--tool-parser", default=default("tool_parser"),
+                   help="fc: verl's ToolParser for the model's call format (hermes: Qwen's <tool_call> JSON; "
+                        "gpt-oss, qwen3_coder, glm, ...)")
     p.add_argument("--temperature", type=float, default=default("temperature"), help="0 = greedy (default)")
     p.add_argument("--top-p", type=float, default=default("top_p"))
     p.add_argument("--max-tokens", type=int, default=default("max_tokens"),
@@ -215,7 +222,8 @@ def _bfcl(args) -> int:
     settings = BFCLEvalSettings(
         model=args.model, endpoint=args.endpoint, model_name=args.model_name, api_key_env=args.api_key_env,
         tokenizer=args.tokenizer, engine=args.engine, categories=args.categories, questions=args.questions, limit=args.limit, label=args.label,
-        prompt=args.prompt, temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
+        prompt=args.prompt, mode=args.mode, tool_parser=args.tool_parser, temperature=args.temperature,
+        top_p=args.top_p, max_tokens=args.max_tokens,
         concurrency=args.concurrency, dtype=args.dtype, seed=args.seed, bfcl_env_url=args.bfcl_env_url,
         max_steps_per_turn=args.max_steps_per_turn, max_conversation_tokens=args.max_conversation_tokens)
     result = evaluate(settings)

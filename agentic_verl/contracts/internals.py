@@ -31,6 +31,8 @@ _TOOL_LOOP = "verl.experimental.agent_loop.tool_agent_loop"
 _MEGATRON = "verl.workers.engine.megatron.transformer_impl"  # imports megatron.core: read from its file (static)
 _TU = "verl.utils.tensordict_utils"
 _SEARCH = "agentic_verl/tools/search.py"
+_MCP, _CODE = "agentic_verl/tools/mcp.py", "agentic_verl/tools/code.py"
+_MCP_SCHEMA = "agentic_verl/tools/mcp_schema.py"
 _REWARD_FNS = ("reward_fns/qa_em.py", "reward_fns/bfcl_ast.py", "reward_fns/bfcl_multi_turn.py", "reward_fns/gui_click.py")
 
 VERL_SFT = (
@@ -282,6 +284,11 @@ VERL_TOOL_AGENT_LOOP = (
                          "self.max_assistant_turns =", "self.max_user_turns ="),
              overridden_by="agentic_verl.agent_loops.tool_agent_traced:TracedToolAgentLoop",
              own=("_raise_if_a_tool_tripped", "_failure")),
+    Contract(f"{_TOOL_LOOP}:ToolAgentLoop.__init__",
+             relies_on="renders each tool's schema as tool.tool_schema.model_dump(exclude_unset=True, exclude_none=True)",
+             why="McpTool's schema models keep a server's nested keys (items, anyOf) only through that dump",
+             used_by=("agentic_verl/tools/mcp_schema.py",),
+             source_has=("tool.tool_schema.model_dump(exclude_unset=True, exclude_none=True)",)),
     Contract(f"{_TOOL_LOOP}:ToolAgentLoop._handle_generating_state",
              params=("agent_data", "sampling_params", "ignore_termination"),
              relies_on="stops before parsing on exactly these conditions (copied to tell a parse error from an early "
@@ -297,9 +304,12 @@ VERL_TOOL_AGENT_LOOP = (
     Contract(f"{_TOOL_LOOP}:ToolAgentLoop._call_tool", params=("tool_call", "tools_kwargs", "agent_data"),
              probe="call_tool_returns_response_reward_metrics",
              relies_on="returns (ToolResponse, reward, the tool's metrics dict); answers a tool's exception with the "
-                       "text \"Error executing tool '<name>': ...\"; per-sample tools in agent_data._active_tools",
-             why="one trace tool call per call with its failure; the error text tells a tool's exception apart",
-             used_by=(_TRACED,)),  # the probe calls it: the error text and _active_tools by behaviour
+                       "text \"Error executing tool '<name>': ...\"; per-sample tools in agent_data._active_tools; "
+                       "passes agent_data to the tool's execute",
+             why="one trace tool call per call with its failure; the error text tells a tool's exception apart; "
+                 "McpTool and PythonTool keep their per-trajectory state by agent_data (verl creates and releases a "
+                 "tool instance around every call)",
+             used_by=(_TRACED, _MCP, _CODE)),  # the probe calls it: the error text and _active_tools by behaviour
     Contract(f"{_TOOL_LOOP}:AgentData.__init__",
              relies_on="attributes tool_calls, response_ids, response_mask, assistant_turns, user_turns",
              why="read by the traced loop's overrides", used_by=(_TRACED,),
@@ -307,6 +317,13 @@ VERL_TOOL_AGENT_LOOP = (
                          "self.user_turns")),
     Contract(f"{_TOOL_LOOP}:AgentState", kind="class", relies_on="the state the handlers return",
              why="the traced loop's overrides return verl's state", used_by=(_TRACED,)),
+    Contract("verl.experimental.agent_loop.tool_parser:ToolParser", kind="class",
+             relies_on="ToolParser._registry maps parser names to classes; get_tool_parser(name, tokenizer); "
+                       "await extract_tool_calls(ids) returns (text, [FunctionCall(name, arguments JSON)])",
+             why="eval bfcl --mode fc reads the model's native tool calls with the parser the user names",
+             used_by=("agentic_verl/eval/bfcl_eval.py",),
+             source_has=("_registry", "def get_tool_parser(cls, name: str, tokenizer):",
+                         "async def extract_tool_calls(")),
     Contract("verl.experimental.agent_loop.tool_parser:HermesToolParser.__init__",
              relies_on="tool_call_start_token is '<tool_call>'", why="counts <tool_call> blocks that did not parse",
              used_by=(_TRACED,), source_has=('self.tool_call_start_token: str = "<tool_call>"',)),
@@ -316,17 +333,27 @@ VERL_TOOLS = (
     Contract("verl.tools.base_tool:BaseTool", kind="class", public=True,
              relies_on="create / execute / release / get_openai_tool_schema; every method SearchTool defines is one of "
                        "its own", why="SearchTool is a verl tool; tool configs name BaseTool subclasses",
-             used_by=(_SEARCH, "agentic_verl/tools/config.py"),
+             used_by=(_SEARCH, _MCP, _CODE, "agentic_verl/tools/config.py"),
              overridden_by="agentic_verl.tools.search:SearchTool", own=("raise_if_tripped", "_check_arguments",
                                                                          "_retrieve")),
     Contract("verl.tools.schemas:ToolResponse", kind="class", public=True, builds_with=("text",),
-             relies_on="ToolResponse(text=...)", why="a tool's observation", used_by=(_SEARCH,)),
+             relies_on="ToolResponse(text=...)", why="a tool's observation", used_by=(_SEARCH, _MCP, _CODE)),
     Contract("verl.tools.schemas:OpenAIFunctionToolSchema", kind="class", public=True,
              relies_on="the tool's schema, as the tool YAML gives it", why="SearchTool's schema; the tool config check",
-             used_by=(_SEARCH, "agentic_verl/tools/config.py")),
+             used_by=(_SEARCH, _MCP, _CODE, _MCP_SCHEMA, "agentic_verl/tools/config.py")),
+    Contract("verl.tools.schemas:OpenAIFunctionSchema", kind="class", public=True,
+             relies_on="name, description, parameters", why="an MCP tool's schema read from its server",
+             used_by=(_MCP_SCHEMA,)),
+    Contract("verl.tools.schemas:OpenAIFunctionParametersSchema", kind="class", public=True,
+             relies_on="type, properties, required", why="an MCP tool's parameters read from its server",
+             used_by=(_MCP_SCHEMA,)),
+    Contract("verl.tools.schemas:OpenAIFunctionPropertySchema", kind="class", public=True,
+             relies_on="type, description, enum per parameter", why="an MCP tool's parameters read from its server",
+             used_by=(_MCP_SCHEMA,)),
     Contract("verl.utils.rollout_trace:rollout_trace_op", probe="rollout_trace_op_keeps_an_async_method",
              relies_on="decorates an async method, keeps its signature and (tracing off) returns its result",
-             why="SearchTool.execute is traced like BaseTool.execute (verl's rollout traces)", used_by=(_SEARCH,)),
+             why="SearchTool.execute is traced like BaseTool.execute (verl's rollout traces)",
+             used_by=(_SEARCH, _MCP, _CODE)),
 )
 
 VERL_REWARDS_AND_METRICS = (

@@ -33,12 +33,13 @@ class _FakeTool:
     """A BaseTool-like tool (create / execute / release) whose execute answers or raises."""
 
     def __init__(self, answer=None, error: Exception | None = None):
-        self.answer, self.error, self.released = answer, error, 0
+        self.answer, self.error, self.released, self.execute_kwargs = answer, error, 0, None
 
     async def create(self, instance_id=None, **kwargs):
         return "instance-1", None
 
     async def execute(self, instance_id, parameters, **kwargs):
+        self.execute_kwargs = kwargs
         if self.error is not None:
             raise self.error
         return self.answer
@@ -49,7 +50,8 @@ class _FakeTool:
 
 def call_tool_returns_response_reward_metrics(call_tool) -> list[str]:
     """(ToolResponse, reward, the tool's metrics dict) for a call that ran; verl's error text for a tool that
-    raised; the sample's own tools (agent_data._active_tools) rather than the loop's."""
+    raised; the sample's own tools (agent_data._active_tools) rather than the loop's; the trajectory's agent_data
+    handed to the tool's execute (McpTool and PythonTool keep per-trajectory state by it)."""
     from verl.experimental.agent_loop.tool_parser import FunctionCall
     from verl.tools.schemas import ToolResponse
 
@@ -69,6 +71,9 @@ def call_tool_returns_response_reward_metrics(call_tool) -> list[str]:
         problems.append(f"its second item is {reward!r}, not the tool's reward 0.5")
     if tool_metrics != metrics:
         problems.append(f"its third item is {tool_metrics!r}, not the tool's metrics dict (we read error_type, status)")
+    if (ok_tool.execute_kwargs or {}).get("agent_data") is not agent_data:
+        problems.append(f"the tool's execute got {ok_tool.execute_kwargs!r}, not agent_data=<the trajectory's "
+                        "agent_data> (McpTool and PythonTool key their per-trajectory state by it)")
 
     quiet = logging.getLogger(getattr(call_tool, "__module__", None) or "verl")
     level, quiet.level = quiet.level, logging.ERROR  # verl warns about the tool that raises: expected here

@@ -23,7 +23,8 @@ class Part:
 PARTS: tuple[Part, ...] = (
     Part("the `bfcl_multi_turn` reward", ("agentic_verl/rewards/bfcl/multi_turn.py", "reward_fns/bfcl_multi_turn.py")),
     Part("the rewards except `bfcl_multi_turn`", ("agentic_verl/rewards/", "reward_fns/")),
-    Part("`SearchTool` and the tool config check", ("agentic_verl/tools/",)),
+    Part("the tools (`SearchTool`, `McpTool`, `PythonTool`) and the tool config check", ("agentic_verl/tools/",)),
+    Part("`eval bfcl --mode fc` (verl's tool parsers)", ("agentic_verl/eval/bfcl_eval.py",)),
     Part("the registrations", ("agentic_verl/plugin.py", "agentic_verl/registry.py")),
     Part("the `agentic_trace` reward manager", ("agentic_verl/agent_loops/trace_reward.py",)),
     Part("the training metrics (`AgentMetricsReplayBuffer`)", ("agentic_verl/agent_loops/trace_sampler.py",)),

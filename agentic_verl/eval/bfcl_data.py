@@ -47,6 +47,7 @@ MULTI_TURN = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param"
 GROUPS = {"all": CATEGORIES, "non_live": NON_LIVE_AST + ("irrelevance",), "live": LIVE, "ast": AST_CATEGORIES,
           "relevance": RELEVANCE_CATEGORIES, "multi_turn": MULTI_TURN}  # fmt: skip
 PROMPTS = ("bfcl", "funreason")
+MODES = ("prompting", "fc")  # BFCL's two handler styles: the function list in the system prompt, or native tools
 _VERSION = "BFCL_v4"
 _INSTALL = "pip install --no-deps bfcl-eval==2026.3.23"
 
@@ -279,3 +280,14 @@ def build_messages(question: dict, prompt: str = "bfcl") -> list[dict]:
     if turns and turns[0].get("role") == "system":
         return [{"role": "system", "content": system + "\n\n" + turns[0]["content"]}, *turns[1:]]
     return [{"role": "system", "content": system}, *turns]
+
+
+def fc_request(question: dict) -> tuple[list[dict], list[dict], dict[str, str]]:
+    """FC mode (`--mode fc`): `(messages, tools, names)` for one question, as BFCL's FC handlers send it: the
+    question's turns alone (no function list in a system prompt; its own system turn kept), and BFCL's hinted
+    function docs as OpenAI tool schemas for the chat template (`rewards.bfcl.native_calls.openai_tools`);
+    `names` maps a tool's name back to BFCL's."""
+    from agentic_verl.rewards.bfcl.native_calls import openai_tools
+
+    tools, names = openai_tools(hinted_functions(question["functions"], question["category"]))
+    return [dict(turn) for turn in question["turns"]], tools, names

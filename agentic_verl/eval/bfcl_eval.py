@@ -16,6 +16,12 @@ turn, through the tokenizer's chat template. Generation: an in-process engine (`
 or `"hf"`, `agentic_verl.generation`) or an OpenAI-compatible server (`--endpoint URL --model-name NAME`),
 every question in flight at once (the engines batch). Defaults: greedy decoding (BFCL generates at temperature
 0.001), up to 4096 new tokens (BFCL's cap).
+Mode (`mode`): "prompting" (the default) is the above; "fc" is BFCL's FC mode on the single-turn categories: the
+question's turns without the function list, the functions as OpenAI tool schemas through the chat template's
+`tools` (`bfcl_data.fc_request`), rendered by our tokenizer (an `--endpoint` gets the rendered prompt as token
+ids, as in prompting mode), the output's calls read by verl's ToolParser `tool_parser` (hermes: Qwen's
+`<tool_call>` JSON) and judged by the same checker (`rewards.bfcl.native_calls`; a block the parser cannot read
+is `fc:<kind>`, counted like any error type).
 
 Scoring: `agentic_verl.rewards.bfcl.ast_match` in its default mode, which gives the official bfcl-eval verdict
 (the `bfcl_ast` training reward's default too), on the text after the last `</think>` (as BFCL's
@@ -52,10 +58,12 @@ from pathlib import Path
 
 from agentic_verl.eval.bfcl_data import (
     LIVE,
+    MODES,
     MULTI_TURN,
     NON_LIVE_AST,
     PROMPTS,
     build_messages,
+    fc_request,
     load_multi_turn_questions,
     load_question_files,
     load_questions,
@@ -71,6 +79,7 @@ from agentic_verl.eval.published import (
 from agentic_verl.eval.settings_checks import check_counts
 from agentic_verl.net import check_model_or_endpoint
 from agentic_verl.rewards.bfcl import DecodeError, ast_match, decode, language_of
+from agentic_verl.rewards.bfcl.native_calls import native_match, parse_native_calls
 
 SIMPLE = ("simple_python", "simple_java", "simple_javascript")
 LIVE_AST = ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple")
@@ -100,6 +109,8 @@ class BFCLEvalSettings:
     limit: int | None = None  # first N questions of each category
     label: str = ""
     prompt: str = "bfcl"  # "bfcl": BFCL's prompting system prompt; "funreason": this repo's training prompt
+    mode: str = "prompting"  # "prompting" | "fc": tools through the chat template, calls read by `tool_parser`
+    tool_parser: str = "hermes"  # fc: the verl ToolParser registry name (hermes for Qwen)
     temperature: float = 0.0  # greedy (BFCL: 0.001)
     top_p: float = 1.0
     max_tokens: int = 4096  # new tokens per question, multi-turn: per step (BFCL caps each at 4096)
@@ -120,6 +131,13 @@ class BFCLEvalSettings:
         check_model_or_endpoint(self.model, self.endpoint, self.model_name)
         if self.prompt not in PROMPTS:
             raise ValueError(f"unknown prompt {self.prompt!r}; known: {', '.join(PROMPTS)}")
+        if self.mode not in MODES:
+            raise ValueError(f"unknown mode {self.mode!r}; known: {', '.join(MODES)}")
+        if self.mode == "fc" and self.prompt != "bfcl":
+            raise ValueError("--prompt picks the prompting-mode system prompt; FC mode has none (leave --prompt out)")
+        if self.mode == "fc" and (self.multi_turn_categories or any("multi_turn" in q for q in self.questions)):
+            raise ValueError("FC mode covers the single-turn categories only so far (multi-turn FC is not built); "
+                             "run the multi-turn categories with --mode prompting")
         check_counts(self, "max_tokens", "concurrency", "max_steps_per_turn", "max_conversation_tokens", "limit",
                      none_allowed=("limit",))
 
@@ -148,10 +166,16 @@ def evaluate(settings: BFCLEvalSettings, engine=None) -> dict:
 
         require_python()  # the environment server runs in .venv-bfcl: FileNotFoundError naming `make bfcl-venv`
     tokenizer = load_tokenizer(settings.tokenizer_path)
-    prompts = [prompt_ids(tokenizer, build_messages(q, settings.prompt)) for q in questions]
+    parser = None
+    if settings.mode == "fc":
+        parser = _tool_parser(settings.tool_parser, tokenizer)
+        prompts = [fc_prompt_ids(tokenizer, q) for q in questions]
+    else:
+        prompts = [prompt_ids(tokenizer, build_messages(q, settings.prompt)) for q in questions]
     with _environment(settings, bool(multi_turn)) as env_url:
         def run(built) -> dict:
-            return asyncio.run(_evaluate(settings, built, tokenizer, questions, prompts, multi_turn, env_url))
+            return asyncio.run(_evaluate(settings, built, tokenizer, questions, prompts, multi_turn, env_url,
+                                         parser))
 
         if engine is not None:
             return run(engine)
@@ -205,8 +229,27 @@ def prompt_ids(tokenizer, messages: list[dict]) -> list[int]:
     return tokenizer.encode(text, add_special_tokens=False)
 
 
+def fc_prompt_ids(tokenizer, question: dict) -> list[int]:
+    """FC mode's prompt (`bfcl_data.fc_request`); a chat template that leaves the tools out is an error."""
+    messages, tools, _ = fc_request(question)
+    text = tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=False)
+    if any(f'"{tool["function"]["name"]}"' not in text for tool in tools):
+        raise ValueError(f"the tokenizer's chat template does not render tools (question {question['id']}): FC "
+                         "mode needs a model trained on native tool calls (Qwen2.5/Qwen3, Llama 3.x, ...); "
+                         "use --mode prompting")
+    return tokenizer.encode(text, add_special_tokens=False)
+
+
+def _tool_parser(name: str, tokenizer):
+    from verl.experimental.agent_loop.tool_parser import ToolParser
+
+    if name not in ToolParser._registry:
+        raise ValueError(f"unknown tool parser {name!r}; verl's registry has {', '.join(ToolParser._registry)}")
+    return ToolParser.get_tool_parser(name, tokenizer)
+
+
 async def _evaluate(s: BFCLEvalSettings, engine, tokenizer, questions: list[dict], prompts: list[list[int]],
-                    multi_turn: list[dict], env_url: str | None) -> dict:
+                    multi_turn: list[dict], env_url: str | None, parser=None) -> dict:
     from agentic_verl.eval.bfcl_multi_turn import ENV_FAILED, run_multi_turn
 
     check = getattr(engine, "check", None)
@@ -214,7 +257,7 @@ async def _evaluate(s: BFCLEvalSettings, engine, tokenizer, questions: list[dict
         await check()  # an endpoint that is down or serves another model fails here, before any question
     started = time.perf_counter()
     try:
-        records = await _single_turn(s, engine, tokenizer, questions, prompts) if questions else []
+        records = await _single_turn(s, engine, tokenizer, questions, prompts, parser) if questions else []
         if multi_turn:
             records += await run_multi_turn(s, engine, tokenizer, multi_turn, env_url)
     finally:
@@ -230,25 +273,29 @@ async def _evaluate(s: BFCLEvalSettings, engine, tokenizer, questions: list[dict
     return {"settings": settings, **result}
 
 
-async def _single_turn(s: BFCLEvalSettings, engine, tokenizer, questions: list[dict], prompts: list[list[int]]
-                       ) -> list[dict]:
+async def _single_turn(s: BFCLEvalSettings, engine, tokenizer, questions: list[dict], prompts: list[list[int]],
+                       parser=None) -> list[dict]:
     sampling = {"temperature": s.temperature, "top_p": s.top_p, "max_tokens": s.max_tokens, "logprobs": False}
     if s.temperature > 0:
         sampling["seed"] = s.seed
     semaphore = asyncio.Semaphore(s.concurrency)
 
-    async def one(question: dict, ids: list[int]) -> tuple[str, str, int]:
+    async def one(question: dict, ids: list[int]) -> tuple[str, str, list[int]]:
         async with semaphore:
             try:
                 out = await engine.generate(ids, dict(sampling), request_id=question["id"])
             except ValueError as exc:  # e.g. a prompt longer than the model's context: this question fails
-                return "", f"{GENERATION_FAILED}: {exc}", 0
+                return "", f"{GENERATION_FAILED}: {exc}", []
         text = tokenizer.decode(out.token_ids, skip_special_tokens=True)
-        return text, out.finish_reason, len(out.token_ids)
+        return text, out.finish_reason, list(out.token_ids)
 
     outputs = await asyncio.gather(*(one(q, ids) for q, ids in zip(questions, prompts, strict=True)))
-    records = score(questions, [text for text, _, _ in outputs])
-    for record, ids, (_, finish, n_tokens) in zip(records, prompts, outputs, strict=True):
+    if parser is None:
+        records = score(questions, [text for text, _, _ in outputs])
+    else:
+        records = await score_native(questions, [(text, ids) for text, _, ids in outputs], parser)
+    for record, ids, (_, finish, out_ids) in zip(records, prompts, outputs, strict=True):
+        n_tokens = len(out_ids)
         record.update(prompt_tokens=len(ids), output_tokens=n_tokens, finish_reason=finish)
         if finish.startswith(GENERATION_FAILED):
             record.update(valid=False, error_type=GENERATION_FAILED, errors=[finish])
@@ -266,6 +313,20 @@ def score(questions: list[dict], outputs: list[str]) -> list[dict]:
         records.append({"id": question["id"], "category": category, "output": output, "valid": verdict["valid"],
                         "error_type": verdict["error_type"], "errors": verdict["errors"][:1],
                         "calls": count_calls(output, language_of(category))})
+    return records
+
+
+async def score_native(questions: list[dict], outputs: list[tuple[str, list[int]]], parser) -> list[dict]:
+    """FC mode's `score`: each output's token ids read by `parser` (a verl ToolParser), the calls judged by
+    `native_match`; `calls` counts the calls the parser read (0 on a failure)."""
+    records = []
+    for question, (text, ids) in zip(questions, outputs, strict=True):
+        _, _, names = fc_request(question)
+        parsed = await parse_native_calls(parser, ids, names)
+        verdict = native_match(parsed, question["functions"], question["possible_answer"], question["category"])
+        records.append({"id": question["id"], "category": question["category"], "output": text,
+                        "valid": verdict["valid"], "error_type": verdict["error_type"],
+                        "errors": verdict["errors"][:1], "calls": 0 if parsed.failure else len(parsed.calls)})
     return records
 
 
@@ -367,9 +428,18 @@ def format_paper_table(result: dict) -> str:
     lines.append("")
     lines += [f"{label}: {meaning}." for label, meaning, _ in LIVE_DEFINITIONS.values()]
     lines.append(f"Published rows: {FUNREASON_BFCL_DEFINITION}; Overall = (Non-Live AST + Live (BFCL v3)) / 2.")
+    lines.append(mode_line(result))
     if any(cell.endswith("*") for cell in cells):
         lines.append("\\* over the evaluated categories only (not all of the aggregate's categories)")
     return "\n".join(lines)
+
+
+def mode_line(result: dict) -> str:
+    """Which BFCL mode each row was measured in: ours from the settings; the published rows' sources
+    (docs/methods.md: the FunReason paper, FunReason-MT's model card) do not say FC or prompting."""
+    mode = result["settings"].get("mode", "prompting")
+    how = "FC (tools through the chat template)" if mode == "fc" else "prompting (function list in the prompt)"
+    return f"Mode: {_label(result)} in BFCL's {how} mode; published rows: mode not stated by their source."
 
 
 def format_multi_turn_table(result: dict) -> str:
@@ -387,6 +457,7 @@ def format_multi_turn_table(result: dict) -> str:
     lines.append("")
     lines.append("Multi-Turn Overall: the unweighted mean of the four categories (bfcl-eval's "
                  f"overall_accuracy_multi_turn). Published rows: {FUNREASON_MT_BFCL_DEFINITION}.")
+    lines.append(mode_line(result))
     if overall.endswith("*"):
         lines.append("\\* over the evaluated categories only (not all four)")
     return "\n".join(lines)

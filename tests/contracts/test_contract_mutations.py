@@ -83,7 +83,7 @@ def test_call_tool_that_drops_the_tools_metrics_or_rewords_its_error_is_reported
     async def no_metrics(self, tool_call, tools_kwargs, agent_data):
         tool = agent_data._active_tools[tool_call.name]
         try:
-            response, reward, _ = await tool.execute("i", {})
+            response, reward, _ = await tool.execute("i", {}, agent_data=agent_data)
         except Exception as exc:
             return ToolResponse(text=f"Tool '{tool_call.name}' failed: {exc}"), 0.0, {}
         return response, reward, {}
@@ -94,6 +94,27 @@ def test_call_tool_that_drops_the_tools_metrics_or_rewords_its_error_is_reported
     assert problems[0].startswith("its third item is {}, not the tool's metrics dict"), problems
     assert problems[1].startswith("a tool that raises gives"), problems
     assert "Error executing tool '<name>'" in problems[1]
+
+
+def test_call_tool_that_keeps_agent_data_from_the_tool_is_reported(monkeypatch):
+    # McpTool and PythonTool key their per-trajectory state by the agent_data verl hands to execute
+    from verl.experimental.agent_loop.tool_agent_loop import ToolAgentLoop
+
+    original = ToolAgentLoop._call_tool
+
+    async def without_agent_data(self, tool_call, tools_kwargs, agent_data):
+        tool = agent_data._active_tools[tool_call.name]
+        execute = tool.execute
+        tool.execute = lambda instance_id, parameters, **kwargs: execute(instance_id, parameters)
+        try:
+            return await original(self, tool_call, tools_kwargs, agent_data)
+        finally:
+            tool.execute = execute
+
+    monkeypatch.setattr(ToolAgentLoop, "_call_tool", without_agent_data)
+    problems = check(_contract(CALL_TOOL)).problems
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("the tool's execute got {}, not agent_data="), problems
 
 
 def test_a_changed_behaviour_of_tensordict_get_is_reported(monkeypatch):
