@@ -40,7 +40,7 @@ from verl.utils.rollout_trace import rollout_trace_op
 
 from agentic_verl.eval.sandbox import CodeExecutionNotAllowed, Limits, isolation
 from agentic_verl.eval.sandbox.execute import CellRun, run_cells
-from agentic_verl.tools.config import settings_from_config
+from agentic_verl.tools.config import check_schema_keeps, settings_from_config
 
 logger = logging.getLogger(__name__)
 FAILURE_KINDS = ("timeout", "killed", "error", "output_truncated", "bad_arguments", "sandbox_error")
@@ -116,9 +116,7 @@ def python_tool_schema(settings: PythonToolSettings) -> OpenAIFunctionToolSchema
 class PythonTool(BaseTool):
     def __init__(self, config: dict, tool_schema: OpenAIFunctionToolSchema | None = None):
         self.settings = PythonToolSettings.from_config(dict(config))
-        if tool_schema is not None and "code" not in tool_schema.function.parameters.properties:
-            raise ValueError("a tool_schema given in the YAML must keep the 'code' parameter; "
-                             "better leave tool_schema out (the tool builds its own)")
+        check_schema_keeps(tool_schema, "code")
         # a sandbox that cannot start is an error now, before a run, not an observation later
         self.plan = isolation(allow_reduced=bool(self.settings.allow_reduced_isolation))
         super().__init__(config, tool_schema)

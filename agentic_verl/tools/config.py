@@ -38,6 +38,13 @@ def settings_from_config(settings_class: type, config, what: str):
     return settings_class(**{key: value for key, value in config.items() if key in known})
 
 
+def check_schema_keeps(tool_schema, parameter: str) -> None:
+    """A tool_schema the YAML gives (or None: the tool builds its own) must keep the parameter the tool reads."""
+    if tool_schema is not None and parameter not in tool_schema.function.parameters.properties:
+        raise ValueError(f"a tool_schema given in the YAML must keep the {parameter!r} parameter; "
+                         "better leave tool_schema out (the tool builds its own)")
+
+
 def check_tool_config(path: str | os.PathLike) -> list[type]:
     """The tool classes `path` names, imported as a rollout worker will; ToolConfigError if any would fail."""
     from omegaconf import OmegaConf

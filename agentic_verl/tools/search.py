@@ -43,7 +43,7 @@ from agentic_verl.fail_fast import SEARCH_FAILURES, check_limit
 from agentic_verl.retrieval.client import RetrievalClient, RetrievalError
 from agentic_verl.retrieval.formatting import escape_protocol_tags, format_passages
 from agentic_verl.retrieval.protocol import Passage
-from agentic_verl.tools.config import settings_from_config
+from agentic_verl.tools.config import check_schema_keeps, settings_from_config
 
 logger = logging.getLogger(__name__)
 
@@ -128,9 +128,7 @@ def _local_service(index_dir: str):
 class SearchTool(BaseTool):
     def __init__(self, config: dict, tool_schema: OpenAIFunctionToolSchema | None = None):
         self.settings = SearchSettings.from_config(dict(config))
-        if tool_schema is not None and "query_list" not in tool_schema.function.parameters.properties:
-            raise ValueError("a tool_schema given in the YAML must keep the 'query_list' parameter; "
-                             "better leave tool_schema out (the tool builds its own)")
+        check_schema_keeps(tool_schema, "query_list")
         super().__init__(config, tool_schema)
         self._instances: dict[str, dict] = {}
         s = self.settings

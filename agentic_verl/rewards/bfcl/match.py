@@ -77,6 +77,16 @@ def ast_match(output: str, functions: list[dict], possible_answer: list[dict] | 
         return verdict("ast_decoder:decoder_failed", f"Invalid syntax. Failed to decode AST. {exc}")
     if language != "python" and not _is_call_list(calls):  # the Python decoder only builds call lists
         return verdict("ast_decoder:decoder_wrong_output_format", "Did not output in the specified format.")
+    return checked_calls_verdict(calls, functions, possible_answer, category, language, optimal_parallel_matching,
+                                 raise_checker_bugs=raise_checker_bugs)
+
+
+def checked_calls_verdict(calls: list[dict], functions: list[dict], possible_answer: list[dict], category: str,
+                          language: str, optimal_parallel_matching: bool = False, *,
+                          raise_checker_bugs: bool = False) -> dict:
+    """BFCL's checker on decoded calls `[{name: {param: value}}]`, as a verdict: its own error types, values too
+    big or deep to compare as `bfcl:checker_error`, and any other exception (a bug of ours) logged and scored
+    `bfcl:checker_bug` unless `raise_checker_bugs`."""
     try:
         return check_calls(calls, functions, possible_answer, category, language, optimal_parallel_matching)
     except CheckFailure as failure:
@@ -102,6 +112,11 @@ def _relevance(output: str, category: str, options: tuple) -> dict:
         has_call = len(calls) > 0  # a Python decode is a list of {name: {...}}, never [{}]
     except (DecodeError, SyntaxFailure, RecursionError, MemoryError):
         has_call = False
+    return relevance_verdict(category, has_call)
+
+
+def relevance_verdict(category: str, has_call: bool) -> dict:
+    """BFCL's (ir)relevance rule: an irrelevance question is valid iff no call decoded, a relevance one iff one did."""
     if "irrelevance" in category:
         if has_call:
             return verdict("irrelevance_error:decoder_success", "Decoded a function call when none was expected.")

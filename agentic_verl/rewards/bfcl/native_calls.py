@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import copy
 import json
-import logging
 from dataclasses import dataclass, field
 
-from agentic_verl.rewards.bfcl.check import CheckFailure, check_calls, verdict
-from agentic_verl.rewards.bfcl.match import CHECKER_BUG, _bad_question, language_of
+from agentic_verl.rewards.bfcl.check import verdict
+from agentic_verl.rewards.bfcl.match import _bad_question, checked_calls_verdict, language_of, relevance_verdict
 
 # bfcl-eval's GORILLA_TO_OPENAPI (constants/type_mappings.py); an unknown type becomes "string", as there
 OPENAPI_TYPES = {"integer": "integer", "number": "number", "float": "number", "string": "string",
@@ -41,7 +40,6 @@ FAILURES = {
     "unparsed_call": "a tool-call block the parser could not read (broken JSON, a value json cannot hold)",
     "arguments_not_object": "a call whose arguments are not a JSON object",
 }
-logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -114,13 +112,8 @@ def native_match(parsed: NativeCalls, functions: list[dict], possible_answer: li
                  category: str) -> dict:
     """The verdict `{"valid", "error_type", "errors"}` of `ast_match` for native calls: BFCL's checker
     (`check_calls`) on the decoded calls, BFCL's relevance rules, and the failures of the module docstring."""
-    has_call = bool(parsed.calls) and parsed.failure is None
     if "relevance" in category:  # covers irrelevance too
-        if "irrelevance" in category:
-            return verdict("irrelevance_error:decoder_success", "Decoded a function call when none was expected."
-                           ) if has_call else verdict()
-        return verdict() if has_call else verdict("relevance_error:decoder_failed",
-                                                  "Failed to decode a function call when one was expected.")
+        return relevance_verdict(category, bool(parsed.calls) and parsed.failure is None)
     problem = _bad_question(functions, possible_answer)
     if problem:
         return verdict("bfcl:bad_ground_truth", problem)
@@ -128,12 +121,4 @@ def native_match(parsed: NativeCalls, functions: list[dict], possible_answer: li
         return verdict(f"fc:{parsed.failure}", f"{FAILURES[parsed.failure]}: {parsed.detail}")
     if not parsed.calls:
         return verdict("ast_decoder:decoder_failed", "No tool call in the output.")
-    try:
-        return check_calls(parsed.calls, functions, possible_answer, category, language_of(category))
-    except CheckFailure as failure:
-        return verdict(failure.error_type, str(failure))
-    except (RecursionError, ArithmeticError, MemoryError) as exc:  # values too deep or too big to compare
-        return verdict("bfcl:checker_error", f"{type(exc).__name__}: {exc}")
-    except Exception as exc:
-        logger.exception("BFCL checker bug on category %s (scored %s; please report it)", category, CHECKER_BUG)
-        return verdict(CHECKER_BUG, f"{type(exc).__name__}: {exc}")
+    return checked_calls_verdict(parsed.calls, functions, possible_answer, category, language_of(category))
