@@ -1,6 +1,7 @@
 """`agentic-verl demo summary`: one demo run's stages and training -> OUT/summary.json and OUT/summary.md;
 `agentic-verl demo seeds`: several runs (seeds) -> a row per seed, the mean gain beside one question's worth,
 OUT/seeds.md and OUT/seeds.html (plots across seeds). docs/demo_report.md.
+`agentic-verl demo learn ACTION`: the steps of `make demo-learn` (recipes/demo/learn.sh) that are Python.
 
     agentic-verl demo summary --method rag_r1 --seed 0 --out outputs/demo \\
         --stage "before SFT=outputs/demo/eval/0_base/result.json@81" \\
@@ -8,6 +9,12 @@ OUT/seeds.md and OUT/seeds.html (plots across seeds). docs/demo_report.md.
         --training "GRPO=outputs/demo/logs/grpo_metrics.jsonl@480" \\
         --stage "after GRPO=outputs/demo/eval/2_grpo/result.json@75"
     agentic-verl demo seeds outputs/demo_seeds          # seed*/summary.json inside
+    agentic-verl demo learn prepare --out outputs/demo_learn/task      # parquet, reward, SFT start
+    agentic-verl demo learn env --task outputs/demo_learn/task         # MODEL_PATH=... a line each
+    agentic-verl demo learn overrides --task outputs/demo_learn/task --lr 0 --steps 6
+    agentic-verl demo learn report --out outputs/demo_learn \\
+        --run "GRPO, lr 5e-3=outputs/demo_learn/grpo/metrics.jsonl@400" \\
+        --run "control, lr 0=outputs/demo_learn/control/metrics.jsonl@250"
 """
 
 from __future__ import annotations
@@ -46,7 +53,68 @@ def register(subparsers) -> None:
                                                "holding seed*/)")
     p.add_argument("--method", choices=tuple(METHODS), default=None, help="fail unless every run is this method's")
     p.set_defaults(handler=_seeds)
+    _register_learn(sub.add_parser("learn", help="the Python steps of `make demo-learn`: prepare, env, overrides, "
+                                                 "report"))
     parser.set_defaults(handler=lambda args: parser.print_help() or 2)
+
+
+def _register_learn(parser) -> None:
+    sub = parser.add_subparsers(dest="learn_action", metavar="ACTION", required=True)
+    p = sub.add_parser("prepare", help="the task's RL parquet, AST-only reward config and SFT start under --out")
+    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(handler=_learn_prepare)
+    p = sub.add_parser("env", help="the recipe's path variables for the task, NAME=VALUE a line")
+    p.add_argument("--task", required=True, type=Path, help="the folder `prepare` wrote")
+    p.set_defaults(handler=_learn_env)
+    p = sub.add_parser("overrides", help="the Hydra overrides of one GRPO run on the task, one a line")
+    p.add_argument("--task", required=True, type=Path, help="the folder `prepare` wrote")
+    p.add_argument("--lr", type=float, required=True)
+    p.add_argument("--steps", type=int, required=True)
+    p.add_argument("--questions", type=int, default=32, help="questions a step")
+    p.add_argument("--samples", type=int, default=4, help="samples a question (the GRPO group)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(handler=_learn_overrides)
+    p = sub.add_parser("report", help="the runs' reward per step -> OUT/rewards.json and OUT/report.html")
+    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--run", action="append", required=True, metavar="LABEL=FILE_LOGGER_JSONL@SECONDS",
+                   help="a GRPO run's verl file-logger output, the learning run first, then the control")
+    p.add_argument("--seconds-total", type=float, default=None)
+    p.add_argument("--note", default="", help="a line for the report: what was run and why")
+    p.set_defaults(handler=_learn_report)
+
+
+def _learn_prepare(args) -> int:
+    from agentic_verl.demo.learning import prepare
+
+    print(prepare(args.out, seed=args.seed).model)
+    return 0
+
+
+def _learn_env(args) -> int:
+    from agentic_verl.demo.learning import grpo_env, task_files
+
+    print("\n".join(f"{name}={value}" for name, value in grpo_env(task_files(args.task)).items()))
+    return 0
+
+
+def _learn_overrides(args) -> int:
+    from agentic_verl.demo.learning import grpo_overrides, task_files
+
+    print("\n".join(grpo_overrides(task_files(args.task), lr=args.lr, steps=args.steps, questions=args.questions,
+                                   samples=args.samples, seed=args.seed)))
+    return 0
+
+
+def _learn_report(args) -> int:
+    from agentic_verl.demo.learning_report import learning_run, write_learning_report
+    from agentic_verl.demo.summary import parse_spec
+
+    runs = [learning_run(*parse_spec(text)) for text in args.run]
+    html_path, json_path, table = write_learning_report(args.out, runs, args.seconds_total, args.note)
+    print(table)
+    print(f"\nreport: {html_path}\nreward per step: {json_path}")
+    return 0
 
 
 def _summary(args) -> int:

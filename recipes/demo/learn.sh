@@ -29,7 +29,6 @@ STEPS=${STEPS:-10}                # GRPO steps of the learning run
 CONTROL_STEPS=${CONTROL_STEPS:-4} # steps of the lr-0 control
 QUESTIONS=${QUESTIONS:-32}        # questions a step (the task has 64)
 SAMPLES=${SAMPLES:-4}             # samples a question (the GRPO group)
-PY=${PY:-$ROOT/.venv/bin/python}
 # One torch thread per process (demo_env's THREADS): the SFT start took 74 s with 1 and 367 s with 2 on the same busy
 # 2-core machine (preempted OpenMP threads spin), and the GRPO steps took 19-22 s with 1 under load against the
 # learning test's 25-35 s with 2 on an idle machine (Ray's workers, vLLM and the trainer share the two cores).
@@ -43,9 +42,9 @@ demo_begin 4
 
 grpo() { # grpo NAME LR STEPS: one GRPO run of the task, its file-logger metrics in $OUT/NAME/metrics.jsonl
     local paths overrides
-    mapfile -t paths < <("$PY" -m agentic_verl.demo.learn env --task "$OUT/task")
+    mapfile -t paths < <("$AGENTIC_VERL" demo learn env --task "$OUT/task")
     local -x "${paths[@]}"   # MODEL_PATH, TRAIN_FILE, VAL_FILE: the recipe's paths (machine facts) for the task
-    mapfile -t overrides < <("$PY" -m agentic_verl.demo.learn overrides --task "$OUT/task" --lr "$2" --steps "$3" \
+    mapfile -t overrides < <("$AGENTIC_VERL" demo learn overrides --task "$OUT/task" --lr "$2" --steps "$3" \
         --questions "$QUESTIONS" --samples "$SAMPLES" --seed "$SEED")
     rm -rf "${OUT:?}/$1"; mkdir -p "$OUT/$1"
     AGENTIC_VERL_DEVICE=cpu VERL_FILE_LOGGER_PATH="$OUT/$1/metrics.jsonl" \
@@ -56,7 +55,7 @@ grpo() { # grpo NAME LR STEPS: one GRPO run of the task, its file-logger metrics
 }
 
 stage 1 "the task: four functions, each asked for by an invented verb; a tiny llama SFT'd to pick right ~5/8"
-"$PY" -m agentic_verl.demo.learn prepare --out "$OUT/task" --seed "$SEED"
+"$AGENTIC_VERL" demo learn prepare --out "$OUT/task" --seed "$SEED"
 
 stage 2 "GRPO at lr $LR: $STEPS steps x $QUESTIONS questions x $SAMPLES samples (verl main_ppo, function_call loop)"
 grpo grpo "$LR" "$STEPS"
@@ -66,7 +65,7 @@ grpo control 0 "$CONTROL_STEPS"
 
 stage 4 "the report"
 stage_end
-"$PY" -m agentic_verl.demo.learn report --out "$OUT" --seconds-total $(($(date +%s) - START)) \
+"$AGENTIC_VERL" demo learn report --out "$OUT" --seconds-total $(($(date +%s) - START)) \
     --run "GRPO, lr $LR=$OUT/grpo/metrics.jsonl@${STAGE_SECONDS[2]}" \
     --run "control, lr 0=$OUT/control/metrics.jsonl@${STAGE_SECONDS[3]}" \
     --note "$STEPS GRPO steps of $QUESTIONS questions x $SAMPLES samples at lr $LR, and the same run at lr 0 for \

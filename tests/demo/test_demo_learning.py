@@ -13,13 +13,25 @@ from pathlib import Path
 import pytest
 from demo_helpers import write_log
 
-from agentic_verl.demo.learn import main
+from agentic_verl.cli import build_parser
+from agentic_verl.cli import main as cli
 from agentic_verl.demo.learning import grpo_overrides, task_files
 
 REPO = Path(__file__).resolve().parents[2]
 SVG = "{http://www.w3.org/2000/svg}"
 LEARNED = [0.55, 0.6, 0.7, 0.72, 0.8, 0.85, 0.9, 0.95]
 CONTROL = [0.56, 0.5, 0.6, 0.58]
+
+
+def main(argv: list[str]) -> int:
+    """`agentic-verl demo learn ARGV`, as learn.sh runs it."""
+    return cli(["demo", "learn", *argv])
+
+
+def _learn_report(argv: list[str]) -> int:
+    """`demo learn report ARGV`'s handler itself, so that its error reaches the test as raised."""
+    args = build_parser().parse_args(["demo", "learn", "report", *argv])
+    return args.handler(args)
 
 
 def _log(path, rewards, calls=1.0):
@@ -55,7 +67,7 @@ def test_the_report_carries_both_runs_per_step(tmp_path, capsys):
 
 def test_a_report_needs_the_control(tmp_path):
     with pytest.raises(ValueError, match="two runs"):
-        main(["report", "--out", str(tmp_path), "--run", f"GRPO={_log(tmp_path / 'g.jsonl', LEARNED)}@1"])
+        _learn_report(["--out", str(tmp_path), "--run", f"GRPO={_log(tmp_path / 'g.jsonl', LEARNED)}@1"])
 
 
 def test_the_overrides_set_the_run_and_its_learning_rate(capsys):
