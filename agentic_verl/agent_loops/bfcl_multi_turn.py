@@ -17,6 +17,15 @@ The protocol is bfcl-eval's multi-turn inference in prompting mode (its base han
     prompt (system + turn 0) | step | tool outputs | step | user turn 1 | step | ...
     response_mask            |  1   |      0       |  1   |      0      |  1   |
 
+`format: native` (`agent_loops/native_format.py`) is BFCL's FC mode instead: the row's prompt is not used; turn 0's
+messages with the functions available at turn 0 as OpenAI tool schemas, rendered by the chat template
+(`tools=`, a template that drops them is refused); each step's calls are read by verl's `ToolParser` `tool_parser`
+(hermes for Qwen) from its token ids, a block it cannot read (or a call without a name, or arguments that are not an
+object) ends the turn as parse_error; the assistant message keeps its calls as `tool_calls` (as verl's
+ToolAgentLoop does) and the outputs come back as `tool` messages. A miss_func turn is BFCL FC's user message with the
+added functions' docs as JSON before it ("I have updated some more functions ..."): BFCL re-renders the tool list
+instead, which would rewrite the system prompt's tokens the policy already saw; the added names become callable.
+
 - The row's `prompt` is the system prompt with the functions available at turn 0 plus turn 0's messages
   (`prompts.bfcl_multi_turn_messages`); a withheld function's doc (`"name": "<name>"`) in it is an error.
 - Policy tokens are kept exactly as the server returned them, with their logprobs. Tool outputs and later user
@@ -80,12 +89,21 @@ from agentic_verl.agent_loops._common import (
     server_logprobs,
 )
 from agentic_verl.agent_loops.function_call_protocol import classify
+from agentic_verl.agent_loops.native_format import (
+    DEFAULT_TOOL_PARSER,
+    assistant_message,
+    check_format,
+    check_tools_rendered,
+    read_native_output,
+    tool_parser,
+)
 from agentic_verl.agent_loops.prompts import ADDED_FUNCTIONS_FORMATS, bfcl_added_functions_message
 from agentic_verl.agent_loops.sampling_seeds import TrajectorySeeds, start_trajectory
 from agentic_verl.agent_loops.trace import TrajectoryTrace
 from agentic_verl.fail_fast import ConsecutiveFailures, FailFastError, check_limit
 from agentic_verl.rewards.bfcl import multi_turn as bfcl_mt_reward
 from agentic_verl.rewards.bfcl.multi_turn_entry import BfclEntry, parse_entry
+from agentic_verl.rewards.bfcl.native_calls import openai_tools
 
 logger = logging.getLogger(__name__)
 
@@ -111,8 +129,11 @@ class BfclMultiTurnConfig:
     max_tokens_per_step: int = 1024  # one assistant message; also bounded by what is left of response_length
     added_functions_format: str = "json"  # miss_func's added docs: "json" (as the system prompt) | "python" (BFCL's)
     max_consecutive_env_failures: int = 32  # stop the run after this many failed requests in a row; 0 = never
+    format: str = "prompting"  # "prompting": BFCL's call lists | "native": the chat template's tool calls (FC mode)
+    tool_parser: str = DEFAULT_TOOL_PARSER  # native: verl's ToolParser registry name
 
     def __post_init__(self):
+        check_format(NAME, self.format, self.tool_parser)
         if not self.env_url:
             raise ValueError("bfcl_multi_turn needs env_url, the BFCL environment server (`agentic-verl serve "
                              "bfcl-env`): +actor_rollout_ref.rollout.custom.bfcl_multi_turn.env_url=http://127.0.0.1:PORT")
@@ -202,6 +223,20 @@ def turn_messages(entry: BfclEntry, turn: int, added_functions_format: str = "js
 
 
 @dataclass
+class _NativeTools:
+    """`format: native`: the tools the chat template rendered at the start (they stay: re-rendering the system
+    prompt with a miss_func turn's additions would rewrite tokens the policy already saw), the parser, and the
+    names it may read (turn 0's and every added function's)."""
+
+    tools: list[dict]
+    names: dict[str, str]
+    parser: Any
+
+    def add(self, functions: list[dict]) -> None:
+        self.names.update(openai_tools(functions)[1])
+
+
+@dataclass
 class _TurnStats:
     steps: int = 0
     calls: int = 0
@@ -223,16 +258,30 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
         self.response_length = int(self.rollout_config.response_length)
         self.prompt_length = int(self.rollout_config.prompt_length)
         self._eos_ids = eos_token_ids(self.tokenizer)
+        self._parsers: dict[str, Any] = {}
+
+    def _parser(self, name: str):
+        if name not in self._parsers:
+            self._parsers[name] = tool_parser(name, self.tokenizer)
+        return self._parsers[name]
 
     async def run(self, sampling_params: dict[str, Any], **kwargs) -> AgentLoopOutput:
         seeds = start_trajectory(self.rollout_config, kwargs)  # before any await: batch order names the sample
         extra_info = kwargs.get("extra_info") or {}
         cfg = resolve_config(BfclMultiTurnConfig, NAME, self.rollout_config, self._loop_kwargs, extra_info)
         entry = parse_entry(extra_info)
-        messages = [dict(m) for m in kwargs["raw_prompt"]]
-        check_withheld_docs_absent(messages, entry)
-        prompt_ids = await self.loop.run_in_executor(
-            None, lambda: self.continuous_token_builder.build_initial_tokens(messages))
+        native = None
+        if cfg.format == "native":  # BFCL's FC mode: turn 0's messages, the functions as the template's tools
+            messages = [dict(m) for m in entry.question[0]]
+            tools, names = openai_tools(entry.functions_at_start())
+            native = _NativeTools(tools, names, self._parser(cfg.tool_parser))
+        else:
+            messages = [dict(m) for m in kwargs["raw_prompt"]]
+            check_withheld_docs_absent(messages, entry)
+        prompt_ids = await self.loop.run_in_executor(None, lambda: self.continuous_token_builder.build_initial_tokens(
+            messages, tools=native.tools if native else None))
+        if native:
+            check_tools_rendered(self.tokenizer, prompt_ids, native.tools, f"{NAME} {entry.id}")
         if len(prompt_ids) > self.prompt_length:  # verl would cut the system prompt's function docs off
             raise ValueError(f"{entry.id}: the prompt has {len(prompt_ids)} tokens, more than rollout.prompt_length="
                              f"{self.prompt_length}; raise data.max_prompt_length")
@@ -249,7 +298,7 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
         ENV_FAILURES.reset(cfg.env_url)
         try:
             output = await self._run_session(client, session_id, cfg, entry, messages, prompt_ids, sampling_params,
-                                            seeds)
+                                            seeds, native)
         except BaseException:  # errors and cancellation: close, and let the original exception through
             await self._close(client, session_id, entry, shield=True)
             raise
@@ -279,13 +328,14 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
                             timing={"generate_sequences": 0.0, "tool_calls": 0.0})
 
     # -- tokens ---------------------------------------------------------------------------------------
-    async def _append_context(self, traj: Trajectory, messages: list[dict], new: list[dict]) -> int:
+    async def _append_context(self, traj: Trajectory, messages: list[dict], new: list[dict],
+                              tools: list[dict] | None = None) -> int:
         """Append `new` messages (tool outputs, a user turn) as observation tokens; returns how many were added."""
         previous = list(messages)
         messages.extend(new)
         runtime = traj.prompt_ids + traj.response_ids
         merge = await self.loop.run_in_executor(
-            None, lambda: self.continuous_token_builder.merge_context_tokens(previous, messages, runtime))
+            None, lambda: self.continuous_token_builder.merge_context_tokens(previous, messages, runtime, tools=tools))
         keep = len(runtime) - merge.removed_prefix_token_count
         if merge.token_ids[:keep] != runtime[:keep]:
             raise ValueError("the chat template's boundary handling changed earlier tokens of the trajectory")
@@ -297,7 +347,7 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
     # -- the protocol ---------------------------------------------------------------------------------
     async def _run_session(self, client, session_id: str, cfg: BfclMultiTurnConfig, entry: BfclEntry,
                            messages: list[dict], prompt_ids: list[int], sampling_params: dict,
-                           seeds: TrajectorySeeds) -> AgentLoopOutput:
+                           seeds: TrajectorySeeds, native: _NativeTools | None = None) -> AgentLoopOutput:
         request_id = uuid4().hex
         trace = TrajectoryTrace(request_id, agent_name=self.agent_name)
         traj = Trajectory(prompt_ids, self.response_length)
@@ -310,11 +360,18 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
         terminated: str | None = None
         env_failure: str | None = None
         chat_turns = 1  # verl's num_turns: the first user message, then every assistant, tool group and user turn
+        tools = native.tools if native else None
+        stop_ids = list(getattr(native.parser, "stop_token_ids", None) or []) if native else []
+        if stop_ids:  # a parser that ends a call on its own token (gpt-oss), as verl's ToolAgentLoop asks for it
+            sampling_params = {**sampling_params, "stop_token_ids": sorted(
+                set(sampling_params.get("stop_token_ids") or []) | set(stop_ids))}
 
         for turn_index in range(entry.num_turns):
             if turn_index > 0:
-                added = await self._append_context(traj, messages,
-                                                   turn_messages(entry, turn_index, cfg.added_functions_format))
+                if native:
+                    native.add(entry.added_functions(turn_index))
+                added = await self._append_context(traj, messages, turn_messages(
+                    entry, turn_index, "json" if native else cfg.added_functions_format), tools)
                 trace.turns[-1].observation_tokens += added  # the user turn follows the previous step
                 chat_turns += 1
             stats, executed, texts = _TurnStats(), [], []
@@ -337,16 +394,22 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
                 traj.add_policy(generated, server_logprobs(output))
                 step = trace.add_turn(len(generated), 0, latency, stop_reason=output.stop_reason)
                 text = self.tokenizer.decode(generated, skip_special_tokens=True)
-                messages.append({"role": "assistant", "content": text})
                 texts.append(text)
                 stats.steps += 1
                 chat_turns += 1
                 if not generated or generated[-1] not in self._eos_ids:
+                    messages.append({"role": "assistant", "content": text})
                     terminated = "response_budget" if traj.remaining <= 0 else "max_tokens"
                     trace.record_failure("truncated_by_length")
                     break
 
-                decoded, failure = classify(text, False)
+                if native:
+                    read = await read_native_output(native.parser, generated, native.names, hit_limit=False)
+                    decoded, failure = read.calls, read.failure
+                    messages.append(assistant_message(text, read))
+                else:
+                    decoded, failure = classify(text, False)
+                    messages.append({"role": "assistant", "content": text})
                 calls = executable_calls(decoded) if decoded else None
                 if calls is None:  # the turn ends: an answer, an empty call list, or an attempt that does not decode
                     failure = failure or "parse_error"
@@ -382,7 +445,7 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
                                         failure=failure)
                 tool_messages = [{"role": "tool", "name": call["name"], "content": observation_text(str(result))}
                                  for call, result in zip(calls, outputs, strict=True)]
-                step.observation_tokens = await self._append_context(traj, messages, tool_messages)
+                step.observation_tokens = await self._append_context(traj, messages, tool_messages, tools)
                 chat_turns += 1
                 if len(executed) > cfg.max_steps_per_turn:
                     terminated = "step_limit"
@@ -406,6 +469,7 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
             metrics=timing,
             extra_fields=output_extra_fields(server_fields, NAME, {
                 "id": entry.id,
+                "format": cfg.format,
                 "model_calls": model_calls,
                 "responses": responses,
                 "turns": [stats.as_dict() for stats in turns],

@@ -15,6 +15,12 @@ reward-function path (`reward_fns/bfcl_ast.py`, which reads extra_info `function
 Each decoded call is recorded as a tool call in the trace (`agent/num_tool_calls`), with no result: nothing is
 executed. A policy that scores without calling (irrelevance questions) shows up as reward without tool calls.
 
+`format: native` (agent_loops/native_format.py): BFCL's FC mode. The functions go to the chat template as OpenAI
+tool schemas (`rewards.bfcl.native_calls.openai_tools`, a `.` in a name made `_`), the row's turns without our
+system prompt; the output's calls are read by verl's `ToolParser` `tool_parser` (hermes for Qwen). The record keeps
+the parser's verdict (`native_failure`, `native_detail`, `content`), which the `bfcl_ast` and `fc_format` rewards
+score (verl merges extra_fields into extra_info): one reading of the output, by the parser the run names.
+
 Failure categories (trace.py taxonomy):
 - truncated_by_length: the generation hit its token limit before ending;
 - parse_error: an unclosed `<think>`, or an attempted call (a parenthesis, `[` or `{`) that BFCL's decoder
@@ -51,9 +57,17 @@ from agentic_verl.agent_loops.function_call_protocol import (  # noqa: F401 (re-
     classify,
     classify_output,
 )
+from agentic_verl.agent_loops.native_format import (
+    DEFAULT_TOOL_PARSER,
+    check_format,
+    check_tools_rendered,
+    read_native_output,
+    tool_parser,
+)
 from agentic_verl.agent_loops.prompts import bfcl_system_prompt
 from agentic_verl.agent_loops.sampling_seeds import start_trajectory
 from agentic_verl.agent_loops.trace import TrajectoryTrace
+from agentic_verl.rewards.bfcl.native_calls import openai_tools
 
 NAME = "function_call"
 LANGUAGES = ("python", "java", "javascript")
@@ -65,8 +79,11 @@ class FunctionCallConfig:
     max_tokens: int = 1024  # also bounded by rollout.response_length
     language: str = "python"  # default when extra_info has no `language`
     system_prompt: str = "bfcl"  # "bfcl": built from extra_info.functions; "row": the row's prompt as is
+    format: str = "prompting"  # "prompting": BFCL's call list | "native": the chat template's tool calls
+    tool_parser: str = DEFAULT_TOOL_PARSER  # native: verl's ToolParser registry name
 
     def __post_init__(self):
+        check_format(NAME, self.format, self.tool_parser)
         if self.system_prompt not in SYSTEM_PROMPTS:
             raise ValueError(f"unknown function_call system_prompt {self.system_prompt!r}; "
                              f"known: {', '.join(SYSTEM_PROMPTS)}")
@@ -74,6 +91,14 @@ class FunctionCallConfig:
             raise ValueError(f"unknown function_call language {self.language!r}; known: {', '.join(LANGUAGES)}")
         if self.max_tokens < 1:
             raise ValueError(f"function_call max_tokens must be >= 1, got {self.max_tokens}")
+
+
+def _function_docs(functions: Any) -> list[dict]:
+    if isinstance(functions, str):
+        functions = json.loads(functions)
+    if hasattr(functions, "tolist"):  # a numpy array from parquet
+        functions = functions.tolist()
+    return list(functions)
 
 
 def build_messages(raw_prompt: list[dict], functions: Any) -> list[dict]:
@@ -85,12 +110,26 @@ def build_messages(raw_prompt: list[dict], functions: Any) -> list[dict]:
     """
     if functions is None:
         return list(raw_prompt)
-    if isinstance(functions, str):
-        functions = json.loads(functions)
-    if hasattr(functions, "tolist"):  # a numpy array from parquet
-        functions = functions.tolist()
     turns = [m for m in raw_prompt if m.get("role") != "system"]
-    return [{"role": "system", "content": bfcl_system_prompt(list(functions))}, *turns]
+    return [{"role": "system", "content": bfcl_system_prompt(_function_docs(functions))}, *turns]
+
+
+def native_request(raw_prompt: list[dict], functions: Any, system_prompt: str) -> tuple[list[dict], list, dict]:
+    """`format: native`: (messages, tools, {tool name: BFCL name}), as BFCL's FC handlers send a question: the
+    functions as OpenAI tool schemas for the chat template and the row's turns without our prompting-mode system
+    prompt (`system_prompt: row` keeps the row's prompt whole).
+
+    >>> messages, tools, names = native_request([{"role": "system", "content": "old"}, {"role": "user",
+    ...     "content": "hi"}], '[{"name": "math.add", "parameters": {"properties": {}}}]', "bfcl")
+    >>> [m["role"] for m in messages], tools[0]["function"]["name"], names
+    (['user'], 'math_add', {'math_add': 'math.add'})
+    """
+    if functions is None:
+        raise ValueError("function_call format: native needs the sample's extra_info.functions (the tools the chat "
+                         "template renders)")
+    tools, names = openai_tools(_function_docs(functions))
+    keep = system_prompt == "row"
+    return [dict(m) for m in raw_prompt if keep or m.get("role") != "system"], tools, names
 
 
 @register(NAME)
@@ -102,6 +141,12 @@ class FunctionCallAgentLoop(AgentLoopBase):
         super().__init__(*args, **kwargs)
         self.response_length = int(self.rollout_config.response_length)
         self._eos_ids = eos_token_ids(self.tokenizer)
+        self._parsers: dict[str, Any] = {}
+
+    def _parser(self, name: str):
+        if name not in self._parsers:
+            self._parsers[name] = tool_parser(name, self.tokenizer)
+        return self._parsers[name]
 
     async def run(self, sampling_params: dict[str, Any], **kwargs) -> AgentLoopOutput:
         sampling_params = start_trajectory(self.rollout_config, kwargs).params(sampling_params)  # before any await
@@ -110,9 +155,16 @@ class FunctionCallAgentLoop(AgentLoopBase):
         language = str(extra_info.get("language") or cfg.language)
         request_id = uuid4().hex
         trace = TrajectoryTrace(request_id, agent_name=self.agent_name)
-        functions = extra_info.get("functions") if cfg.system_prompt == "bfcl" else None
-        messages = build_messages(list(kwargs["raw_prompt"]), functions)
-        prompt_ids = await self.ct_build_initial_tokens(messages)
+        names = None
+        if cfg.format == "native":
+            messages, tools, names = native_request(list(kwargs["raw_prompt"]), extra_info.get("functions"),
+                                                    cfg.system_prompt)
+            prompt_ids = await self.ct_build_initial_tokens(messages, tools=tools)
+            check_tools_rendered(self.tokenizer, prompt_ids, tools, NAME)
+        else:
+            functions = extra_info.get("functions") if cfg.system_prompt == "bfcl" else None
+            messages = build_messages(list(kwargs["raw_prompt"]), functions)
+            prompt_ids = await self.ct_build_initial_tokens(messages)
         traj = Trajectory(prompt_ids, self.response_length)
 
         turn = await generate_single_turn(
@@ -121,7 +173,12 @@ class FunctionCallAgentLoop(AgentLoopBase):
             eos_ids=self._eos_ids, traj=traj, trace=trace,
         )
         text, latency, server_fields = turn.text, turn.latency_s, turn.server_fields
-        calls, failure, error = classify_output(text, turn.hit_limit, language)
+        native_record: dict[str, Any] = {}
+        if names is not None:
+            native = await read_native_output(self._parser(cfg.tool_parser), turn.token_ids, names, turn.hit_limit)
+            calls, failure, error, native_record = native.calls, native.failure, None, native.record()
+        else:
+            calls, failure, error = classify_output(text, turn.hit_limit, language)
         if failure:
             trace.record_failure(failure)
         for call in calls or []:  # decoded, never executed: counted in the trace's num_tool_calls metric
@@ -133,7 +190,7 @@ class FunctionCallAgentLoop(AgentLoopBase):
             metrics={"generate_sequences": latency},
             extra_fields=output_extra_fields(server_fields, NAME, {
                 "calls": calls, "failure": failure, "has_think": "</think>" in text, "language": language,
-                **({"error": error} if error else {}),
+                "format": cfg.format, **native_record, **({"error": error} if error else {}),
             }),
         )
         return trace.finalize(result, tokenizer=self.tokenizer, messages=None,

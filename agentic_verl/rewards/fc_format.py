@@ -22,6 +22,9 @@ never the model's format failure. ``check_fc_format`` logs it with its traceback
 ``fc_format:decoder_bug`` (``DECODER_BUG``); the reward lets it raise, so the reward wrappers count it as
 ``reward/fc_format/exceptions`` (agentic_verl.rewards.failures).
 
+A `format: native` output (the `function_call` loop's record in extra_info says so) is checked by
+``check_native_fc_format``: the same reasoning rules, then the calls verl's tool parser read in the loop.
+
 >>> fc_format("<think>Add them.</think>\\n\\n[add(a=1, b=2)]")
 {'score': 1.0, 'error_type': None, 'num_calls': 1.0}
 >>> fc_format("[add(a=1, b=2)]")["error_type"]
@@ -40,6 +43,7 @@ import re
 from dataclasses import dataclass, field
 
 from agentic_verl.rewards.bfcl.decode import DecodeError, decode
+from agentic_verl.rewards.bfcl.native_calls import NativeCalls, native_calls_of
 from agentic_verl.rewards.registry import REWARDS
 
 __all__ = ["DECODER_BUG", "FC_FORMAT_ERRORS", "NO_CALL_CATEGORIES", "FcFormatVerdict", "check_fc_format", "fc_format"]
@@ -86,20 +90,10 @@ def check_fc_format(text, language: str = "python", *, require_call: bool = True
     >>> check_fc_format("<think>t</think>\\n\\n[f(x=']", require_call=False).error_type
     'fc_format:undecodable_call'
     """
-    if not isinstance(text, str):
-        return FcFormatVerdict("fc_format:not_text")
-    body = text.lstrip()
-    if not body.startswith(_OPEN):
-        return FcFormatVerdict("fc_format:missing_think")
-    end = body.find(_CLOSE)
-    if end < 0:
-        return FcFormatVerdict("fc_format:unclosed_think")
-    if body.count(_OPEN) != 1 or body.count(_CLOSE) != 1:
-        return FcFormatVerdict("fc_format:multiple_think")
-    reasoning = body[len(_OPEN):end].strip()
-    if not reasoning:
-        return FcFormatVerdict("fc_format:empty_think")
-    rest = body[end + len(_CLOSE):]
+    think = _read_think(text)
+    if think.error_type is not None:
+        return think
+    reasoning, rest = think.reasoning, think.output
     output = rest.strip()
     if not output:
         return FcFormatVerdict("fc_format:missing_output", reasoning)
@@ -121,6 +115,45 @@ def check_fc_format(text, language: str = "python", *, require_call: bool = True
     if not calls and require_call:
         return FcFormatVerdict("fc_format:no_call", reasoning, output)
     return FcFormatVerdict(None, reasoning, output, calls)
+
+
+def _read_think(text) -> FcFormatVerdict:
+    """Rules 1-2: the verdict on the reasoning block; when valid, `output` holds everything after `</think>`."""
+    if not isinstance(text, str):
+        return FcFormatVerdict("fc_format:not_text")
+    body = text.lstrip()
+    if not body.startswith(_OPEN):
+        return FcFormatVerdict("fc_format:missing_think")
+    end = body.find(_CLOSE)
+    if end < 0:
+        return FcFormatVerdict("fc_format:unclosed_think")
+    if body.count(_OPEN) != 1 or body.count(_CLOSE) != 1:
+        return FcFormatVerdict("fc_format:multiple_think")
+    reasoning = body[len(_OPEN):end].strip()
+    if not reasoning:
+        return FcFormatVerdict("fc_format:empty_think")
+    return FcFormatVerdict(None, reasoning, body[end + len(_CLOSE):])
+
+
+def check_native_fc_format(text, native: NativeCalls, *, require_call: bool = True) -> FcFormatVerdict:
+    """The format verdict of a `format: native` response: rules 1-2 on its text, then the calls the function_call
+    loop's tool parser read (`native`) stand for rules 3-4: a block the parser failed on is
+    ``fc_format:undecodable_call``, no call where one is required ``fc_format:no_call`` (the chat template's own
+    syntax follows `</think>`, so there is no separator rule).
+
+    >>> check_native_fc_format("<think>t</think>\\n\\n<tool_call>...", NativeCalls(calls=[{"f": {}}])).error_type
+    >>> check_native_fc_format("<think>t</think>", NativeCalls(failure="unparsed_call")).error_type
+    'fc_format:undecodable_call'
+    """
+    think = _read_think(text)
+    if think.error_type is not None:
+        return think
+    output = think.output.strip()
+    if native.failure is not None:
+        return FcFormatVerdict("fc_format:undecodable_call", think.reasoning, output)
+    if not native.calls and require_call:
+        return FcFormatVerdict("fc_format:no_call", think.reasoning, output)
+    return FcFormatVerdict(None, think.reasoning, output, list(native.calls))
 
 
 @REWARDS.register("fc_format")
@@ -147,6 +180,11 @@ def fc_format(solution_str, ground_truth=None, extra_info: dict | None = None, *
     if require_call == "auto":
         require_call = not (isinstance(category, str) and category in NO_CALL_CATEGORIES)
     row_language = row_language if isinstance(row_language, str) and row_language else None
+    native = native_calls_of(info)
+    if native is not None:  # the function_call loop read a native output (format: native) with verl's ToolParser
+        verdict = check_native_fc_format(solution_str, native, require_call=bool(require_call))
+        return {"score": float(weight) if verdict.error_type is None else 0.0, "error_type": verdict.error_type,
+                "num_calls": float(len(verdict.calls))}
     verdict = check_fc_format(solution_str, row_language or language or "python",
                               require_call=bool(require_call), strict_separator=bool(strict_separator),
                               raise_decoder_bugs=True)

@@ -55,7 +55,7 @@ def test_gold_output_with_real_chat_templates(which, request):
     check_token_invariants(out, server, tok)
     info = out.extra_fields["function_call"]
     assert info == {"calls": [{"get_weather": {"city": "Paris", "unit": "celsius"}}], "failure": None,
-                    "has_think": True, "language": "python"}
+                    "has_think": True, "language": "python", "format": "prompting"}
     assert sum(v for k, v in out.extra_fields["agent_metrics"].items() if k.startswith("failure/")) == 0
     assert out.extra_fields["agent_metrics"]["num_tool_calls"] == 1  # the decoded call counts as a tool call
     # the reward path: BFCL's AST match on the decoded response, as verl's reward manager would call it

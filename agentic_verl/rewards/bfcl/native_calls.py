@@ -39,6 +39,7 @@ FAILURES = {
     "parser_error": "the tool parser raised on the output",
     "unparsed_call": "a tool-call block the parser could not read (broken JSON, a value json cannot hold)",
     "arguments_not_object": "a call whose arguments are not a JSON object",
+    "nameless_call": "a call whose name is empty",
 }
 
 
@@ -96,6 +97,8 @@ async def parse_native_calls(parser, response_ids: list[int], names: dict[str, s
             return NativeCalls(content=content, failure="unparsed_call", detail=f"{lost} {start} block(s) unread")
     calls = []
     for call in function_calls:
+        if not call.name:  # hermes reads `{"name": "", ...}` as a call; no executor or checker can take it
+            return NativeCalls(content=content, failure="nameless_call", detail="a call with name ''")
         try:
             arguments = json.loads(call.arguments)
         except (ValueError, TypeError, RecursionError) as exc:
@@ -122,3 +125,17 @@ def native_match(parsed: NativeCalls, functions: list[dict], possible_answer: li
     if not parsed.calls:
         return verdict("ast_decoder:decoder_failed", "No tool call in the output.")
     return checked_calls_verdict(parsed.calls, functions, possible_answer, category, language_of(category))
+
+
+def native_calls_of(info: dict) -> NativeCalls | None:
+    """The calls the `function_call` loop read from a `format: native` output (its extra_fields record, which
+    verl's reward manager merges into extra_info), None for a prompting-mode output. A row that says native
+    without the loop's record is a ValueError: the reward cannot read native calls from text alone."""
+    record = info.get("function_call")
+    if not isinstance(record, dict) or record.get("format") != "native":
+        return None
+    if "native_failure" not in record:
+        raise ValueError("extra_info.function_call.format is 'native' but the sample has no record of the "
+                         "function_call loop (agent_name: function_call reads native outputs for this reward)")
+    return NativeCalls(calls=list(record.get("calls") or []), content=str(record.get("content") or ""),
+                       failure=record["native_failure"], detail=str(record.get("native_detail") or ""))

@@ -20,6 +20,7 @@ import json
 from functools import lru_cache
 
 from agentic_verl.rewards.bfcl.match import ast_match
+from agentic_verl.rewards.bfcl.native_calls import native_calls_of, native_match
 from agentic_verl.rewards.registry import REWARDS
 
 # BFCL's error type -> ours (namespaced, stable, few enough to aggregate as metrics).
@@ -45,7 +46,7 @@ def error_type_of(bfcl_error_type: str | None) -> str | None:
         return None
     if bfcl_error_type in _ERROR_TYPES:
         return _ERROR_TYPES[bfcl_error_type]
-    if bfcl_error_type.startswith("bfcl:"):
+    if bfcl_error_type.startswith(("bfcl:", "fc:")):  # ours already (fc: a native output the parser failed on)
         return bfcl_error_type
     if bfcl_error_type.startswith("type_error:"):
         return "bfcl:type_error"
@@ -125,10 +126,18 @@ def bfcl_ast(solution_str, ground_truth, extra_info=None, *, category: str | Non
     except (ValueError, TypeError, AttributeError, RecursionError) as exc:  # unreadable JSON, nonsense extra_info
         result = {"valid": False, "error_type": "bfcl:bad_ground_truth", "errors": [f"{type(exc).__name__}: {exc}"]}
     else:
+        native = native_calls_of(info)
+        if native is not None:  # the function_call loop read a native output with verl's ToolParser
+            result = native_match(native, functions, possible_answer, category)
+            return _scored(result)
         result = ast_match(solution_str, functions, possible_answer, category, language,
                            accept_code_fences=bool(accept_code_fences),
                            python_unary_operators=bool(python_unary_operators),
                            optimal_parallel_matching=bool(optimal_parallel_matching), raise_checker_bugs=True)
+    return _scored(result)
+
+
+def _scored(result: dict) -> dict:
     return {
         "score": 1.0 if result["valid"] else 0.0,
         "error_type": error_type_of(result["error_type"]),
