@@ -207,9 +207,9 @@ VERL_AGENT_LOOPS = (
              why="bfcl_multi_turn builds its prompt (and refuses one over rollout.prompt_length)",
              used_by=(_MULTI_TURN,)),
     Contract("verl.utils.tokenizer.continuous_token:ContinuousTokenBuilder.merge_context_tokens",
-             params=("previous_messages", "updated_messages", "runtime_token_ids"),
+             params=("previous_messages", "updated_messages", "runtime_token_ids", "tools"),
              relies_on="returns a MergeResult: the runtime ids (minus removed_prefix_token_count trailing ones) + the "
-                       "appended messages' tokens with the generation prompt",
+                       "appended messages' tokens with the generation prompt, rendered with `tools` (format: native)",
              why="bfcl_multi_turn's observation tokens (tool outputs, later user turns)", used_by=(_MULTI_TURN,)),
     Contract("verl.utils.tokenizer.continuous_token:MergeResult", kind="class",
              params=("token_ids", "removed_prefix_token_count"),
@@ -320,8 +320,9 @@ VERL_TOOL_AGENT_LOOP = (
     Contract("verl.experimental.agent_loop.tool_parser:ToolParser", kind="class",
              relies_on="ToolParser._registry maps parser names to classes; get_tool_parser(name, tokenizer); "
                        "await extract_tool_calls(ids) returns (text, [FunctionCall(name, arguments JSON)])",
-             why="eval bfcl --mode fc reads the model's native tool calls with the parser the user names",
-             used_by=("agentic_verl/eval/bfcl_eval.py",),
+             why="format: native loops and eval bfcl --mode fc read the model's native tool calls with the parser "
+                 "the user names",
+             used_by=("agentic_verl/agent_loops/native_format.py", "agentic_verl/eval/bfcl_eval.py"),
              source_has=("_registry", "def get_tool_parser(cls, name: str, tokenizer):",
                          "async def extract_tool_calls(")),
     Contract("verl.experimental.agent_loop.tool_parser:HermesToolParser.__init__",

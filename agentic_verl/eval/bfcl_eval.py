@@ -16,12 +16,12 @@ turn, through the tokenizer's chat template. Generation: an in-process engine (`
 or `"hf"`, `agentic_verl.generation`) or an OpenAI-compatible server (`--endpoint URL --model-name NAME`),
 every question in flight at once (the engines batch). Defaults: greedy decoding (BFCL generates at temperature
 0.001), up to 4096 new tokens (BFCL's cap).
-Mode (`mode`): "prompting" (the default) is the above; "fc" is BFCL's FC mode on the single-turn categories: the
-question's turns without the function list, the functions as OpenAI tool schemas through the chat template's
-`tools` (`bfcl_data.fc_request`), rendered by our tokenizer (an `--endpoint` gets the rendered prompt as token
-ids, as in prompting mode), the output's calls read by verl's ToolParser `tool_parser` (hermes: Qwen's
-`<tool_call>` JSON) and judged by the same checker (`rewards.bfcl.native_calls`; a block the parser cannot read
-is `fc:<kind>`, counted like any error type).
+Mode (`mode`): "prompting" (the default) is the above; "fc" is BFCL's FC mode: the question's turns without the
+function list, the functions as OpenAI tool schemas through the chat template's `tools` (`bfcl_data.fc_request`),
+rendered by our tokenizer (an `--endpoint` gets the rendered prompt as token ids, as in prompting mode), the
+output's calls read by verl's ToolParser `tool_parser` (hermes: Qwen's `<tool_call>` JSON) and judged by the same
+checker (`rewards.bfcl.native_calls`; a block the parser cannot read is `fc:<kind>`, counted like any error type).
+Multi-turn questions in FC mode run the `bfcl_multi_turn` loop with `format: native` (`bfcl_multi_turn.py`).
 
 Scoring: `agentic_verl.rewards.bfcl.ast_match` in its default mode, which gives the official bfcl-eval verdict
 (the `bfcl_ast` training reward's default too), on the text after the last `</think>` (as BFCL's
@@ -135,9 +135,6 @@ class BFCLEvalSettings:
             raise ValueError(f"unknown mode {self.mode!r}; known: {', '.join(MODES)}")
         if self.mode == "fc" and self.prompt != "bfcl":
             raise ValueError("--prompt picks the prompting-mode system prompt; FC mode has none (leave --prompt out)")
-        if self.mode == "fc" and (self.multi_turn_categories or any("multi_turn" in q for q in self.questions)):
-            raise ValueError("FC mode covers the single-turn categories only so far (multi-turn FC is not built); "
-                             "run the multi-turn categories with --mode prompting")
         check_counts(self, "max_tokens", "concurrency", "max_steps_per_turn", "max_conversation_tokens", "limit",
                      none_allowed=("limit",))
 
@@ -168,7 +165,9 @@ def evaluate(settings: BFCLEvalSettings, engine=None) -> dict:
     tokenizer = load_tokenizer(settings.tokenizer_path)
     parser = None
     if settings.mode == "fc":
-        parser = _tool_parser(settings.tool_parser, tokenizer)
+        from agentic_verl.agent_loops.native_format import tool_parser
+
+        parser = tool_parser(settings.tool_parser, tokenizer)
         prompts = [fc_prompt_ids(tokenizer, q) for q in questions]
     else:
         prompts = [prompt_ids(tokenizer, build_messages(q, settings.prompt)) for q in questions]
@@ -238,14 +237,6 @@ def fc_prompt_ids(tokenizer, question: dict) -> list[int]:
                          "mode needs a model trained on native tool calls (Qwen2.5/Qwen3, Llama 3.x, ...); "
                          "use --mode prompting")
     return tokenizer.encode(text, add_special_tokens=False)
-
-
-def _tool_parser(name: str, tokenizer):
-    from verl.experimental.agent_loop.tool_parser import ToolParser
-
-    if name not in ToolParser._registry:
-        raise ValueError(f"unknown tool parser {name!r}; verl's registry has {', '.join(ToolParser._registry)}")
-    return ToolParser.get_tool_parser(name, tokenizer)
 
 
 async def _evaluate(s: BFCLEvalSettings, engine, tokenizer, questions: list[dict], prompts: list[list[int]],

@@ -3,7 +3,9 @@ in this process, against the BFCL environment server, and judged by bfcl-eval's 
 
     records = asyncio.run(run_multi_turn(settings, engine, tokenizer, questions, env_url))
 
-The protocol is the loop's own (agent_loops/bfcl_multi_turn.py, BFCL's multi-turn inference in prompting mode):
+The protocol is the loop's own (agent_loops/bfcl_multi_turn.py, BFCL's multi-turn inference in prompting mode, or
+with `--mode fc` its FC mode: the loop's `format: native`, tools through the chat template, calls read by verl's
+`--tool-parser`, the function docs hinted as BFCL's FC handlers compile them):
 per user turn the model is asked until it answers without a call, at most `max_steps_per_turn` executed steps a
 turn (BFCL's 20, then the whole question is force-quit), each step's calls executed in the question's session and
 their outputs returned as `tool` messages, later user turns appended, withheld functions (miss_func) added at
@@ -38,6 +40,7 @@ with turns missing.
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 from agentic_verl.agent_loops.in_process import EngineServerManager
@@ -74,13 +77,17 @@ class _QuestionServer(EngineServerManager):
             raise GenerationFailed(str(exc)) from None
 
 
-def multi_turn_row(question: dict, prompt: str) -> dict:
-    """The `bfcl_multi_turn` row of a `bfcl_data.load_multi_turn_questions` record (its prompt built by `prompt`)."""
-    from agentic_verl.eval.bfcl_data import multi_turn_messages
+def multi_turn_row(question: dict, prompt: str, mode: str = "prompting") -> dict:
+    """The `bfcl_multi_turn` row of a `bfcl_data.load_multi_turn_questions` record (its prompt built by `prompt`).
+    FC mode: the loop builds its own request from the entry, whose function docs get BFCL's hints (as BFCL's FC
+    handlers compile the tools)."""
+    from agentic_verl.eval.bfcl_data import hinted_functions, multi_turn_messages
 
     entry = parse_entry(question["entry"], need_ground_truth=True)
-    return {"prompt": multi_turn_messages(entry, prompt), "extra_info": dict(question["entry"]),
-            "agent_name": "bfcl_multi_turn"}
+    extra_info = dict(question["entry"])
+    if mode == "fc":
+        extra_info["function"] = hinted_functions(entry.function, question["category"])
+    return {"prompt": multi_turn_messages(entry, prompt), "extra_info": extra_info, "agent_name": "bfcl_multi_turn"}
 
 
 def loop_settings(s, env_url: str) -> dict:
@@ -88,6 +95,7 @@ def loop_settings(s, env_url: str) -> dict:
     return {"env_url": env_url, "env_timeout_s": ENV_TIMEOUT_S, "max_steps_per_turn": int(s.max_steps_per_turn),
             "max_tokens_per_step": int(s.max_tokens),
             "added_functions_format": "python" if s.prompt == "bfcl" else "json",
+            "format": "native" if s.mode == "fc" else "prompting", "tool_parser": s.tool_parser,
             "max_consecutive_env_failures": 0}  # every question gets a verdict; failures are counted instead
 
 
@@ -128,7 +136,7 @@ async def run_multi_turn(s, engine, tokenizer, questions: list[dict], env_url: s
                 "logprobs": False}
     if s.temperature > 0:
         sampling["seed"] = s.seed
-    rows = [multi_turn_row(q, s.prompt) for q in questions]
+    rows = [multi_turn_row(q, s.prompt, s.mode) for q in questions]
     client = env_client(BfclMultiTurnConfig(**custom))  # the loops' own client (one per event loop)
     semaphore = asyncio.Semaphore(s.concurrency)
 
@@ -161,6 +169,8 @@ def scored_record(question: dict, out, record: dict, verdict: dict) -> dict:
     cut = cut_step(record)
     responses = [*record["responses"][:-1], record["responses"][-1][:-1]] if cut is not None else record["responses"]
     result, reasoning = result_turns(responses)
+    if record.get("format") == "native":
+        result = fc_result_turns(result, record["model_calls"])
     valid = bool(verdict["valid"])
     return {
         "id": question["id"], "category": question["category"], "valid": valid,
@@ -175,6 +185,17 @@ def scored_record(question: dict, out, record: dict, verdict: dict) -> dict:
         "result": result, "reasoning_content": reasoning, "model_calls": record["model_calls"], "cut_step": cut,
         "details": None if valid else verdict.get("details"),
     }
+
+
+def fc_result_turns(result: list[list[str]], model_calls: list[list[list[dict]]]) -> list[list]:
+    """`result[turn][step]` as bfcl-eval's FC handlers store it: an executed step as its calls `[{name: arguments
+    JSON}]`, a step that ended the turn as its text. A turn's executed steps come first (any other ends it).
+
+    >>> fc_result_turns([["<tool_call>..", "Done."]], [[[{"name": "ls", "arguments": {"a": 1}}]]])
+    [[[{'ls': '{"a": 1}'}], 'Done.']]
+    """
+    return [[[{call["name"]: json.dumps(call["arguments"])} for call in step] for step in executed]
+            + texts[len(executed):] for texts, executed in zip(result, model_calls, strict=False)]
 
 
 def env_failed_verdict(message: str) -> dict:

@@ -117,8 +117,6 @@ def test_gold_hermes_calls_score_1_in_fc_mode_and_0_in_prompting(qwen, qwen_dir,
 
 
 def test_fc_settings_refused_before_any_model_loads(qwen_dir):
-    with pytest.raises(ValueError, match="single-turn categories only"):
-        BFCLEvalSettings(endpoint="http://127.0.0.1:9", model_name="m", mode="fc", categories=["multi_turn_base"])
     with pytest.raises(ValueError, match="FC mode has none"):
         BFCLEvalSettings(endpoint="http://127.0.0.1:9", model_name="m", mode="fc", prompt="funreason")
     with pytest.raises(ValueError, match="unknown mode"):
