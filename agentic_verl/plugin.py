@@ -36,6 +36,7 @@ COMPONENTS: tuple[Component, ...] = (
     Component("agent_loop", "tool_agent_traced", "agentic_verl.agent_loops.tool_agent_traced"),
     Component("agent_loop", "gui_grounding", "agentic_verl.agent_loops.gui"),
     Component("agent_loop", "bfcl_multi_turn", "agentic_verl.agent_loops.bfcl_multi_turn"),
+    Component("adv_estimator", "gigpo", "agentic_verl.training.gigpo"),
 )
 
 AGENT_LOOP_GROUP = "agentic_verl.agent_loops"

@@ -104,6 +104,7 @@ from agentic_verl.fail_fast import ConsecutiveFailures, FailFastError, check_lim
 from agentic_verl.rewards.bfcl import multi_turn as bfcl_mt_reward
 from agentic_verl.rewards.bfcl.multi_turn_entry import BfclEntry, parse_entry
 from agentic_verl.rewards.bfcl.native_calls import openai_tools
+from agentic_verl.training.gigpo_anchors import ANCHORS_FIELD, START, anchor_digest
 
 logger = logging.getLogger(__name__)
 
@@ -360,6 +361,10 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
         terminated: str | None = None
         env_failure: str | None = None
         chat_turns = 1  # verl's num_turns: the first user message, then every assistant, tool group and user turn
+        # GiGPO's anchor state of each step: the environment's history (turns opened, calls and their outputs);
+        # BFCL's simulators are deterministic, so the same history from the same entry is the same state
+        history: list = []
+        anchors: list[str] = []
         tools = native.tools if native else None
         stop_ids = list(getattr(native.parser, "stop_token_ids", None) or []) if native else []
         if stop_ids:  # a parser that ends a call on its own token (gpt-oss), as verl's ToolAgentLoop asks for it
@@ -368,6 +373,7 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
 
         for turn_index in range(entry.num_turns):
             if turn_index > 0:
+                history.append(["turn", turn_index])
                 if native:
                     native.add(entry.added_functions(turn_index))
                 added = await self._append_context(traj, messages, turn_messages(
@@ -383,6 +389,7 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
                 if max_tokens <= 0:
                     terminated = "response_budget"
                     break
+                anchor = anchor_digest(history) if history else START
                 started = time.perf_counter()
                 output = await self.server_manager.generate(
                     request_id=request_id, prompt_ids=traj.prompt_ids + traj.response_ids,
@@ -392,6 +399,8 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
                 merge_server_extra_fields(server_fields, output)
                 generated = list(output.token_ids)
                 traj.add_policy(generated, server_logprobs(output))
+                if generated:  # one anchor per run of policy tokens (an empty generation adds none)
+                    anchors.append(anchor)
                 step = trace.add_turn(len(generated), 0, latency, stop_reason=output.stop_reason)
                 text = self.tokenizer.decode(generated, skip_special_tokens=True)
                 texts.append(text)
@@ -436,6 +445,7 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
                 tool_latency = time.perf_counter() - started
                 timing["tool_calls"] += tool_latency
                 executed.append(calls)
+                history.append([calls, [str(result) for result in outputs]])
                 stats.calls += len(calls)
                 for call, result in zip(calls, outputs, strict=True):
                     error = str(result).startswith(ENV_ERROR_PREFIX)
@@ -458,11 +468,12 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
                 break
 
         return self._output(trace, traj, cfg, entry, server_fields, model_calls, responses, turns, terminated,
-                            env_failure, chat_turns=chat_turns, timing=timing)
+                            env_failure, chat_turns=chat_turns, timing=timing, anchors=anchors)
 
     def _output(self, trace: TrajectoryTrace, traj: Trajectory, cfg: BfclMultiTurnConfig, entry: BfclEntry,
                 server_fields: dict, model_calls: list, responses: list, turns: list[_TurnStats],
-                terminated: str | None, env_failure: str | None, *, chat_turns: int, timing: dict) -> AgentLoopOutput:
+                terminated: str | None, env_failure: str | None, *, chat_turns: int, timing: dict,
+                anchors: list[str] | None = None) -> AgentLoopOutput:
         result = AgentLoopOutput(
             **traj.output_fields(),
             num_turns=chat_turns,
@@ -479,6 +490,6 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
                 "env_url": cfg.env_url,
                 "env_api_key_env": cfg.env_api_key_env,
                 "env_timeout_s": float(cfg.env_timeout_s),
-            }),
+            }, **{ANCHORS_FIELD: list(anchors or [])}),
         )
         return trace.finalize(result, tokenizer=self.tokenizer, global_step=server_fields.get("global_steps"))

@@ -68,6 +68,7 @@ from agentic_verl.agent_loops.prompts import bfcl_system_prompt
 from agentic_verl.agent_loops.sampling_seeds import start_trajectory
 from agentic_verl.agent_loops.trace import TrajectoryTrace
 from agentic_verl.rewards.bfcl.native_calls import openai_tools
+from agentic_verl.training.gigpo_anchors import ANCHORS_FIELD, START
 
 NAME = "function_call"
 LANGUAGES = ("python", "java", "javascript")
@@ -191,7 +192,7 @@ class FunctionCallAgentLoop(AgentLoopBase):
             extra_fields=output_extra_fields(server_fields, NAME, {
                 "calls": calls, "failure": failure, "has_think": "</think>" in text, "language": language,
                 "format": cfg.format, **native_record, **({"error": error} if error else {}),
-            }),
+            }, **{ANCHORS_FIELD: [START]}),  # one turn, from the prompt: GiGPO's step group is the whole group
         )
         return trace.finalize(result, tokenizer=self.tokenizer, messages=None,
                               global_step=server_fields.get("global_steps"))

@@ -74,6 +74,7 @@ from agentic_verl.agent_loops.trace import TrajectoryTrace
 from agentic_verl.fail_fast import SEARCH_FAILURES, SearchFailFastError  # noqa: F401 (re-exported)
 from agentic_verl.retrieval.client import RetrievalClient, RetrievalError
 from agentic_verl.retrieval.formatting import escape_protocol_tags
+from agentic_verl.training.gigpo_anchors import ANCHORS_FIELD, START, anchor_digest
 
 logger = logging.getLogger(__name__)
 
@@ -183,8 +184,10 @@ class RagR1AgentLoop(AgentLoopBase):
         SEARCH_FAILURES.failed(cfg.retrieval_url, cfg.max_consecutive_search_failures,
                                lambda count: _fail_fast_message(cfg, count, detail))
 
-    async def _search(self, cfg: RagR1Config, queries: list[str]) -> tuple[str, str | None]:
-        """(observation, failure category or None). Raises only SearchFailFastError (see the module docstring)."""
+    async def _search(self, cfg: RagR1Config, queries: list[str],
+                      seen: set[str] | None = None) -> tuple[str, str | None]:
+        """(observation, failure category or None); the ids of the passages shown are added to `seen`. Raises only
+        SearchFailFastError (see the module docstring)."""
         try:
             results = await retrieval_client(cfg).retrieve(queries, topk=cfg.topk)
         except RetrievalError as exc:
@@ -200,6 +203,8 @@ class RagR1AgentLoop(AgentLoopBase):
             self._search_failed(cfg, f"{type(exc).__name__}: {exc}")
             return RETRIEVAL_ERROR_OBSERVATION.format(category="error"), "tool_error"
         SEARCH_FAILURES.reset(cfg.retrieval_url)
+        if seen is not None:
+            seen.update(str(passage.id) for passages in results for passage in passages[: cfg.topk])
         return self.information(cfg, queries, results), None
 
     # -- the loop ---------------------------------------------------------------------------------
@@ -216,6 +221,8 @@ class RagR1AgentLoop(AgentLoopBase):
         server_fields: dict[str, Any] = {}
         timing = {"generate_sequences": 0.0, "tool_calls": 0.0}
         answer, queries_log, searches_after_budget, out_of_budget = None, [], 0, False
+        seen: set[str] = set()  # GiGPO's anchor state: the passages retrieved so far, whatever the queries were
+        anchors: list[str] = []
 
         for turn_index in range(cfg.max_turns + 1):
             search_enabled = turn_index < cfg.max_turns
@@ -230,6 +237,7 @@ class RagR1AgentLoop(AgentLoopBase):
             params = seeds.params({**sampling_params, "max_tokens": max_tokens})
             if cfg.server_stop_strings:
                 params["stop"] = list(STOP_TAGS)
+            anchor = anchor_digest(turn_index, sorted(seen)) if turn_index else START
             started = time.perf_counter()
             output = await self.server_manager.generate(
                 request_id=request_id, prompt_ids=traj.prompt_ids + traj.response_ids, sampling_params=params
@@ -242,6 +250,8 @@ class RagR1AgentLoop(AgentLoopBase):
             n, stop = cut_at_stop(self.tokenizer, generated, STOP_TAGS)
             logprobs = server_logprobs(output)
             traj.add_policy(generated[:n], logprobs[:n] if logprobs else None)
+            if n:  # one anchor per run of policy tokens (an empty generation adds none)
+                anchors.append(anchor)
             turn = trace.add_turn(n, 0, latency, stop_reason=stop or output.stop_reason)
             text = self.tokenizer.decode(generated[:n], skip_special_tokens=True)
             action, content = parse_action(text)
@@ -262,7 +272,7 @@ class RagR1AgentLoop(AgentLoopBase):
                     trace.record_failure("over_limit")  # mq: queries past max_queries are not searched
                 if queries:
                     started = time.perf_counter()
-                    observation, failure = await self._search(cfg, queries)
+                    observation, failure = await self._search(cfg, queries, seen)
                     tool_latency = time.perf_counter() - started
                     timing["tool_calls"] += tool_latency
                     queries_log.append(queries)
@@ -296,6 +306,6 @@ class RagR1AgentLoop(AgentLoopBase):
                 "answer": answer,
                 "queries": queries_log,
                 "searches_after_budget": searches_after_budget,
-            }),
+            }, **{ANCHORS_FIELD: anchors}),
         )
         return trace.finalize(output, tokenizer=self.tokenizer, global_step=server_fields.get("global_steps"))

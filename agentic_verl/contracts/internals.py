@@ -24,6 +24,7 @@ _CHECKPOINTS = "agentic_verl/training/checkpoints.py"
 _VLLM_PLUGIN = "agentic_verl/cpu/vllm_plugin.py"
 _ENGINE = "agentic_verl/generation/vllm_engine.py"
 _MULTI_TURN = "agentic_verl/agent_loops/bfcl_multi_turn.py"
+_GIGPO = "agentic_verl/training/gigpo.py"
 _LOOPS = ("agentic_verl/agent_loops/rag_r1.py", "agentic_verl/agent_loops/function_call.py",
           "agentic_verl/agent_loops/gui.py", _MULTI_TURN)
 _FSDP = "verl.workers.engine.fsdp.transformer_impl"
@@ -393,7 +394,7 @@ VERL_REWARDS_AND_METRICS = (
              source_has=("load_extern_type(custom_sampler.path, custom_sampler.name)",)),
     Contract("transfer_queue:kv_batch_get", params=("keys", "partition_id", "select_fields"),
              relies_on="reads the sampled trajectories' extra_fields", why="as verl's own _compute_metrics does",
-             used_by=("agentic_verl/agent_loops/trace_sampler.py",)),
+             used_by=("agentic_verl/agent_loops/trace_sampler.py", _GIGPO)),
     Contract("transfer_queue.metadata:KVBatchMeta", kind="class", params=("keys", "tags", "partition_id"),
              relies_on="what ReplayBuffer.sample returns as its batch", why="the keys to read",
              used_by=("agentic_verl/agent_loops/trace_sampler.py",)),
@@ -499,6 +500,25 @@ VLLM = (
              relies_on="a prompt given as token ids", why="the in-process engine", used_by=(_ENGINE,)),
 )
 
+VERL_ADVANTAGE = (
+    Contract("verl.trainer.ppo.core_algos:register_adv_est", public=True,
+             relies_on="registers an estimator under a name for algorithm.adv_estimator", why="gigpo",
+             used_by=(_GIGPO,)),
+    Contract("verl.trainer.ppo.core_algos:compute_grpo_outcome_advantage",
+             params=("token_level_rewards", "response_mask", "index", "norm_adv_by_std_in_grpo"),
+             relies_on="(advantages, returns), each trajectory's GRPO advantage on its response tokens",
+             why="gigpo's episode-level term is verl's GRPO, so all-distinct states give GRPO exactly",
+             used_by=(_GIGPO,)),
+    Contract("verl.trainer.ppo.v1.trainer_base:PPOTrainer._compute_advantage", params=("batch", "metrics"),
+             relies_on="its local `batch` (a KVBatchMeta) holds the keys of the rows it passes, in that order, to the "
+                       "advantage estimator",
+             why="gigpo reads each row's anchor states (extra_fields) for those keys: verl passes an estimator no "
+                 "per-row data beyond tensors and uid, and reorders rows after sampling",
+             used_by=(_GIGPO,),
+             source_has=("data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, "
+                         "select_fields=fields)", "compute_advantage_for_multi_trajectories(")),
+)
+
 # (title, contracts): docs/contracts.md has one table per group, under this title
 GROUPS: tuple[tuple[str, tuple[Contract, ...]], ...] = (
     ("SFT trainer and losses", VERL_SFT),
@@ -506,6 +526,7 @@ GROUPS: tuple[tuple[str, tuple[Contract, ...]], ...] = (
     ("verl's ToolAgentLoop (`tool_agent_traced`)", VERL_TOOL_AGENT_LOOP),
     ("Tools", VERL_TOOLS),
     ("Rewards and training metrics", VERL_REWARDS_AND_METRICS),
+    ("Advantage estimator (GiGPO)", VERL_ADVANTAGE),
     ("CPU platform and doctor", VERL_CPU),
     ("verl's vLLM weight sync (CPU plugin, test instrumentation)", VERL_VLLM_WEIGHT_SYNC),
     ("vLLM", VLLM),
