@@ -77,35 +77,24 @@ class GigpoSettings:
 
 
 def turn_spans(mask: Sequence[int]) -> list[tuple[int, int]]:
-    """[(start, end)) of each maximal run of policy tokens.
+    """[(start, end)) of each maximal run of policy tokens in one response mask.
 
     >>> turn_spans([1, 1, 0, 0, 1, 0, 1, 1])
     [(0, 2), (4, 5), (6, 8)]
     """
-    spans, start = [], None
-    for position, value in enumerate(list(mask) + [0]):
-        if value and start is None:
-            start = position
-        elif not value and start is not None:
-            spans.append((start, position))
-            start = None
+    return _batch_spans(torch.tensor([list(mask)]))[0]
+
+
+def _batch_spans(response_mask: torch.Tensor) -> list[list[tuple[int, int]]]:
+    """`turn_spans` of every row at once (vectorised: a long batch is millions of tokens)."""
+    mask = (response_mask != 0).to(torch.int8)
+    edge = torch.zeros(mask.shape[0], 1, dtype=torch.int8)
+    change = torch.diff(torch.cat([edge, mask, edge], dim=1), dim=1)
+    spans: list[list[tuple[int, int]]] = [[] for _ in range(mask.shape[0])]
+    for (row, start), (_, end) in zip((change == 1).nonzero().tolist(), (change == -1).nonzero().tolist(),
+                                      strict=True):
+        spans[row].append((start, end))
     return spans
-
-
-def step_returns(rewards: Sequence[float], spans: list[tuple[int, int]], gamma: float) -> list[float]:
-    """R_t for each turn: r_t is the reward on turn t's tokens and the observations after it (up to the next turn;
-    the last turn takes the rest), R_t = r_t + gamma * R_{t+1}.
-
-    >>> step_returns([0, 0, 0, 0, 1.0], [(0, 1), (2, 3), (4, 5)], 0.5)
-    [0.25, 0.5, 1.0]
-    """
-    bounds = [start for start, _ in spans[1:]] + [len(rewards)]
-    per_turn = [float(sum(rewards[start:end])) for (start, _), end in zip(spans, bounds, strict=True)]
-    returns, later = [], 0.0
-    for reward in reversed(per_turn):
-        later = reward + gamma * later
-        returns.append(later)
-    return returns[::-1]
 
 
 def step_advantages(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index: Sequence,
@@ -113,18 +102,31 @@ def step_advantages(token_level_rewards: torch.Tensor, response_mask: torch.Tens
     """A_S on every policy token (0 elsewhere and in step groups of one). `anchors[row]`: the row's anchor digest
     per turn, at least as many as it has turns (a response cut at its length limit has fewer); None for a row with
     no policy token (verl's padding rows)."""
+    spans = _batch_spans(response_mask)
+    # r_t of every turn at once: the rewards from its start to the next turn's start (the last: to the end)
+    width = response_mask.shape[1]
+    cells = [(row, start, bound) for row, row_spans in enumerate(spans)
+             for (start, _), bound in zip(row_spans, [s for s, _ in row_spans[1:]] + [width], strict=True)]
+    cumulative = torch.cat([torch.zeros(len(spans), 1, dtype=torch.float64),
+                            token_level_rewards.to(torch.float64).cumsum(dim=1)], dim=1)
+    rows = [row for row, _, _ in cells]
+    turn_rewards = iter((cumulative[rows, [b for *_, b in cells]] - cumulative[rows, [s for _, s, _ in cells]])
+                        .tolist())
     groups: dict[tuple, list[tuple[int, int, int, float]]] = defaultdict(list)
-    for row in range(response_mask.shape[0]):
-        spans = turn_spans(response_mask[row].tolist())
-        if not spans:
+    for row, row_spans in enumerate(spans):
+        rewards = [next(turn_rewards) for _ in row_spans]
+        if not row_spans:
             continue
         row_anchors = anchors[row]
-        if row_anchors is None or len(row_anchors) < len(spans):
-            raise GigpoInputError(f"row {row} (uid {index[row]}) has {len(spans)} policy turns but "
+        if row_anchors is None or len(row_anchors) < len(row_spans):
+            raise GigpoInputError(f"row {row} (uid {index[row]}) has {len(row_spans)} policy turns but "
                                   f"{0 if row_anchors is None else len(row_anchors)} anchor digests: its agent loop "
                                   f"does not record `{ANCHORS_FIELD}` (docs/gigpo.md lists the loops that do)")
-        returns = step_returns(token_level_rewards[row].tolist(), spans, settings.gamma)
-        for (start, end), anchor, value in zip(spans, row_anchors, returns, strict=False):
+        returns, later = [], 0.0
+        for reward in reversed(rewards):
+            later = reward + settings.gamma * later
+            returns.append(later)
+        for (start, end), anchor, value in zip(row_spans, row_anchors, reversed(returns), strict=False):
             groups[(index[row], str(anchor))].append((row, start, end, value))
     advantages = torch.zeros_like(token_level_rewards, dtype=torch.float32)
     for members in groups.values():
