@@ -18,14 +18,17 @@ raised (agentic_verl.rewards.failures).
 Metrics that cannot be read fail the step (`MetricsReadError`, with the reason), never a warning and a step logged
 without them.
 
+It follows the trainer's mode as verl's own choice does: verl's `ReplayBuffer` for `trainer.v1.trainer_mode=sync`
+(the default), its `ReplayBufferAsync` for `colocate_async` / `separate_async` (the class made is then
+`AgentMetricsReplayBufferAsync`), so switching the mode is that one setting.
+
 Limits: verl builds a custom sampler without its group-filtering arguments, so DAPO's `algorithm.filter_groups`
-and `trainer.v1.sampler.sync_refill_failed_groups` are not available with it; and it is the sync trainer's buffer
-(verl's default `trainer.v1.trainer_mode=sync`): another mode is refused at construction.
+and `trainer.v1.sampler.sync_refill_failed_groups` are not available with it.
 """
 
 from __future__ import annotations
 
-from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
+from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer, ReplayBufferAsync
 
 from agentic_verl.agent_loops.trace import METRICS_FIELD, batch_metrics
 from agentic_verl.rewards.failures import exception_metrics
@@ -37,19 +40,23 @@ class MetricsReadError(RuntimeError):
 
 
 class AgentMetricsReplayBuffer(ReplayBuffer):
-    """verl's sync `ReplayBuffer`; `sample()` also returns the batch's `agent/...` metrics (training partition)."""
+    """verl's `ReplayBuffer` for the sync trainer (its `ReplayBufferAsync` for the others, as
+    `AgentMetricsReplayBufferAsync`); `sample()` also returns the batch's `agent/...` metrics (training partition)."""
 
-    def __init__(self, trainer_mode: str, *args, **kwargs):
-        if trainer_mode != "sync":
-            raise ValueError(f"AgentMetricsReplayBuffer is verl's sync replay buffer; trainer.v1.trainer_mode is "
-                             f"{trainer_mode!r}. Unset trainer.v1.sampler.custom_sampler for other modes.")
-        super().__init__(trainer_mode, *args, **kwargs)
+    def __new__(cls, trainer_mode: str, *args, **kwargs):
+        if cls is AgentMetricsReplayBuffer and trainer_mode != "sync":  # verl's choice of buffer, by the mode
+            cls = AgentMetricsReplayBufferAsync
+        return super().__new__(cls)
 
     def sample(self, global_steps: int, partition_id: str, batch_size: int):
         batch, metrics = super().sample(global_steps, partition_id, batch_size)
         if partition_id == "train" and batch.keys:
             metrics = {**metrics, **_agent_metrics(batch)}
         return batch, metrics
+
+
+class AgentMetricsReplayBufferAsync(AgentMetricsReplayBuffer, ReplayBufferAsync):
+    """`AgentMetricsReplayBuffer` over verl's `ReplayBufferAsync` (colocate_async, separate_async)."""
 
 
 def _agent_metrics(batch) -> dict[str, float]:

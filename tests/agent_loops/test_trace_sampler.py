@@ -50,18 +50,19 @@ def test_batch_metrics_of_real_traces_and_docstrings():
     assert result.attempted > 0 and result.failed == 0
 
 
-def test_replay_buffer_is_verls_sync_buffer_and_refuses_other_modes():
-    from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
+@pytest.mark.parametrize("mode", ["sync", "colocate_async", "separate_async"])
+def test_replay_buffer_is_the_one_verl_picks_for_the_mode(mode):
+    from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer, ReplayBufferAsync
 
     from agentic_verl.agent_loops.trace_sampler import AgentMetricsReplayBuffer
 
     # the arguments verl's trainer passes a custom sampler (trainer_base._build_replay_buffer)
     kwargs = dict(trainer_config=OmegaConf.create({}), max_off_policy_threshold=8, max_off_policy_strategy="drop",
                   sampler_kwargs=OmegaConf.create({}), refill_fn=lambda n: None)
-    buffer = AgentMetricsReplayBuffer(trainer_mode="sync", **kwargs)
-    assert isinstance(buffer, ReplayBuffer) and buffer.filter_groups_metric is None
-    with pytest.raises(ValueError, match="sync replay buffer.*'colocate_async'"):
-        AgentMetricsReplayBuffer(trainer_mode="colocate_async", **kwargs)
+    buffer = AgentMetricsReplayBuffer(trainer_mode=mode, **kwargs)
+    assert isinstance(buffer, AgentMetricsReplayBuffer) and buffer.trainer_mode == mode
+    assert isinstance(buffer, ReplayBufferAsync) == (mode != "sync") and isinstance(buffer, ReplayBuffer)
+    assert buffer.filter_groups_metric is None
 
 
 class _Batch:
