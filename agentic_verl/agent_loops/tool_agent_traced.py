@@ -16,10 +16,10 @@ each, and records what happened:
   budget, then `trace.finalize`.
 
 Fail-fast: verl's `_call_tool` turns any exception of a tool into an error observation, so a tool cannot stop the
-run by raising. A tool that has a `raise_if_tripped()` (our SearchTool: its server failed
-`max_consecutive_search_failures` searches in a row in this process) is asked after each of its calls and when a
-trajectory starts and ends; it raises `SearchFailFastError`, verl fails the sample, and once no sample is left the
-run stops (as with the `rag_r1` loop).
+run by raising. A tool that has a `raise_if_tripped()` (our SearchTool, McpTool and PythonTool: their server or
+sandbox failed `max_consecutive_*` times in a row in this process) is asked after each of its calls and when a
+trajectory starts and ends; it raises its fail-fast error, verl fails the sample, and once no sample is left the
+run stops (as with the `rag_r1` loop). Below the limit each such failure is a counted `tool_error`.
 
 Everything else (prompt building, token merging, masks, tool execution, truncation of tool responses) is verl's.
 Use it by `agent_name: tool_agent_traced` (or rollout.agent.default_agent_loop) with the usual
@@ -41,7 +41,11 @@ from agentic_verl.agent_loops.trace import TrajectoryTrace
 NAME = "tool_agent_traced"
 # error_type / status values our tools report in their metrics dict -> the trace taxonomy
 _TOOL_FAILURES = {"timeout": "timeout", "server_error": "tool_error", "tool_error": "tool_error",
-                  "bad_arguments": "bad_arguments"}
+                  "bad_arguments": "bad_arguments",
+                  # McpTool's server failures and PythonTool's sandbox failure: the tool's, counted as tool_error
+                  # (PythonTool's "error" / "killed" are the model's code's outcome, not a tool failure)
+                  "server_crashed": "tool_error", "connect_failed": "tool_error",
+                  "too_many_connections": "tool_error", "sandbox_error": "tool_error"}
 
 
 @register(NAME)

@@ -203,3 +203,25 @@ def test_traced_loop_with_the_smollm2_chat_template(smol_dir, smol_tokenizer, re
     tool_runs = [tok.decode(out.response_ids[s:e]) for s, e, v in runs(out.response_mask) if v == 0]
     assert len(tool_runs) == 1 and "Doc 1 (Title: Hamlet) Hamlet is a tragedy" in tool_runs[0]
     assert out.extra_fields["agent_metrics"]["num_searches"] == 1
+
+
+@pytest.mark.parametrize("metrics, expected", [
+    ({"status": "server_crashed", "error_type": "server_crashed"}, "tool_error"),  # McpTool
+    ({"status": "connect_failed", "error_type": "connect_failed"}, "tool_error"),
+    ({"status": "too_many_connections", "error_type": "too_many_connections"}, "tool_error"),
+    ({"status": "sandbox_error", "error_type": "sandbox_error"}, "tool_error"),  # PythonTool
+    ({"status": "timeout", "error_type": "timeout"}, "timeout"),
+    ({"status": "error", "error_type": "error"}, None),  # the model's code raised: its outcome, not a tool failure
+    ({"status": "killed", "error_type": "killed"}, None),
+    ({"status": "ok", "error_type": None}, None),
+])
+def test_our_tools_failure_kinds_reach_the_trace(metrics, expected):
+    """What McpTool and PythonTool report in their metrics is counted by tool_agent_traced as the trace's kind."""
+    from types import SimpleNamespace
+
+    from agentic_verl.agent_loops.tool_agent_traced import TracedToolAgentLoop
+
+    loop = object.__new__(TracedToolAgentLoop)
+    loop.tools = {"python": object()}
+    call = SimpleNamespace(name="python")
+    assert loop._failure(call, {"code": "1"}, SimpleNamespace(text="out"), metrics, SimpleNamespace()) == expected
