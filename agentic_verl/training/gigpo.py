@@ -11,8 +11,8 @@ a digest each loop records per turn) form a step group, and each turn's tokens g
 - A_E, the episode-level advantage: verl's own GRPO advantage of the trajectory (`compute_grpo_outcome_advantage`,
   with `algorithm.norm_adv_by_std_in_grpo`), so that GiGPO is GRPO plus a term;
 - A_S, the step-level advantage (the paper's Eq. for A^S, section 3.2): (R_t - mean(G)) / (std(G) + eps) over the
-  step group G of the turn, `step_norm: std` (the paper's default; `none` subtracts the mean only, its other
-  variant), R_t = sum_{k >= t} gamma^(k - t) r_k the discounted return from turn t; r_k, the reward of turn k, is
+  step group G of the turn with `step_norm: std` (the paper's default), R_t - mean(G) with `none` (its other
+  variant); unset, it follows the episode term (`norm_adv_by_std_in_grpo`), so that both are normalised alike; R_t = sum_{k >= t} gamma^(k - t) r_k the discounted return from turn t; r_k, the reward of turn k, is
   the token-level reward on turn k's tokens and the observations after them (verl puts the trajectory's score on
   its last token, so with one final reward R_t = gamma^(T - t) * score). A step group of one contributes 0: when every
   anchor state is distinct, GiGPO is exactly GRPO. std is torch's (unbiased), as verl's GRPO uses.
@@ -55,24 +55,28 @@ class GigpoInputError(ValueError):
 class GigpoSettings:
     omega: float = 1.0  # the weight of the step-level advantage
     gamma: float = 0.95  # the discount of step returns (verl-agent's GiGPO default)
-    step_norm: str = "std"  # "std": (R - mean) / (std + eps), the paper's default | "none": R - mean
+    step_norm: str | None = None  # "std": (R - mean) / (std + eps) | "none": R - mean | None: as the episode term
     epsilon: float = 1e-6
 
     def __post_init__(self):
-        if self.step_norm not in STEP_NORMS:
+        if self.step_norm is not None and self.step_norm not in STEP_NORMS:
             raise GigpoInputError(f"algorithm.gigpo.step_norm must be one of {STEP_NORMS}, got {self.step_norm!r}")
         if not 0.0 <= float(self.gamma) <= 1.0:
             raise GigpoInputError(f"algorithm.gigpo.gamma must be in [0, 1], got {self.gamma}")
 
     @classmethod
     def from_config(cls, config: Any) -> GigpoSettings:
-        """`algorithm.gigpo` of verl's algorithm config (absent: the defaults); an unknown key is an error."""
-        section = config.get("gigpo") if config is not None and hasattr(config, "get") else None
-        section = dict(section or {})
+        """`algorithm.gigpo` of verl's algorithm config (absent: the defaults; `step_norm` unset: std when
+        `algorithm.norm_adv_by_std_in_grpo`, as verl's default, else none); an unknown key is an error."""
+        has_get = config is not None and hasattr(config, "get")
+        section = dict((config.get("gigpo") if has_get else None) or {})
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(section) - known)
         if unknown:
             raise GigpoInputError(f"unknown algorithm.gigpo key(s) {unknown}; known: {sorted(known)}")
+        if section.get("step_norm") is None:
+            by_std = config.get("norm_adv_by_std_in_grpo", True) if has_get else True
+            section["step_norm"] = "std" if by_std else "none"
         return cls(**section)
 
 
@@ -134,7 +138,7 @@ def step_advantages(token_level_rewards: torch.Tensor, response_mask: torch.Tens
             continue
         values = torch.tensor([value for *_, value in members], dtype=torch.float32)
         centred = values - values.mean()
-        if settings.step_norm == "std":
+        if settings.step_norm != "none":  # std, or unset outside verl's config: the paper's default
             centred = centred / (values.std() + settings.epsilon)
         for (row, start, end, _), value in zip(members, centred.tolist(), strict=True):
             advantages[row, start:end] = value

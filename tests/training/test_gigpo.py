@@ -184,3 +184,24 @@ def test_missing_anchors_and_bad_settings_are_loud():
                   config=OmegaConf.create({"gigpo": {"w": 1}}))
     with pytest.raises(GigpoInputError, match="step_norm"):
         GigpoSettings(step_norm="max")
+
+
+@pytest.mark.parametrize("by_std, step_norm, expected", [(True, None, "std"), (False, None, "none"),
+                                                         (False, "std", "std"), (True, "none", "none")])
+def test_step_norm_follows_the_episode_terms_unless_set(by_std, step_norm, expected):
+    """Unset, the step term is normalised as verl normalises the episode term (algorithm.norm_adv_by_std_in_grpo):
+    on a single-turn task (every turn starts from the prompt) GiGPO is then exactly (1 + omega) x GRPO."""
+    from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage, get_adv_estimator_fn
+
+    section = {} if step_norm is None else {"step_norm": step_norm}
+    config = OmegaConf.create({"norm_adv_by_std_in_grpo": by_std, "gigpo": section})
+    assert GigpoSettings.from_config(config).step_norm == expected
+    if step_norm is None:
+        mask, rewards = torch.ones(4, 3), torch.zeros(4, 3)
+        rewards[0, 2] = 1.0
+        index = np.array(["q"] * 4, dtype=object)
+        with row_anchors([[START]] * 4):
+            gigpo, _ = get_adv_estimator_fn("gigpo")(token_level_rewards=rewards, response_mask=mask, index=index,
+                                                     config=config)
+        grpo, _ = compute_grpo_outcome_advantage(rewards, mask, index, norm_adv_by_std_in_grpo=by_std)
+        assert torch.allclose(gigpo, 2 * grpo, atol=1e-5)
