@@ -96,6 +96,12 @@ demo-v2p: install
 demo-learn: install
 	bash recipes/demo/learn.sh
 
+# The ReTool-style miniature on this CPU (recipes/retool/demo.sh: arithmetic word problems, SmolLM2-135M, the
+# PythonTool sandbox; eval, tool-call SFT, eval, GRPO with the code tool, eval): 9-14 min a seed (docs/results.md).
+.PHONY: demo-retool
+demo-retool: install
+	bash recipes/retool/demo.sh
+
 bench: install
 	@for script in benchmarks/bench_*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
 

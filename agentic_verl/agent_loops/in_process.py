@@ -96,8 +96,9 @@ _ONCE = _OncePerMessage()
 
 
 def make_agent_loop(name: str, *, tokenizer, server_manager, trainer_config, hf_model_type: str | None = None,
-                    loop_kwargs: dict | None = None):
-    """Instantiate the loop registered under `name` (importing the plugin registers ours)."""
+                    loop_kwargs: dict | None = None, tools: list | None = None):
+    """Instantiate the loop registered under `name` (importing the plugin registers ours), with `tools` (verl
+    BaseTools, as verl's worker passes the tool_config_path's) for loops that use them."""
     import hydra
     from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
     from verl.experimental.agent_loop.agent_loop import _agent_loop_registry as registry  # verl's own lookup
@@ -122,7 +123,7 @@ def make_agent_loop(name: str, *, tokenizer, server_manager, trainer_config, hf_
         hf_model_type=hf_model_type,
         dataset_cls=RLHFDataset,
         data_config=DictConfigWrap(trainer_config.data),
-        tools=ToolListWrap([]),
+        tools=ToolListWrap(list(tools or [])),
     )
 
 

@@ -1,7 +1,8 @@
 """`agentic-verl demo summary`: one demo run's stages and training -> OUT/summary.json and OUT/summary.md;
 `agentic-verl demo seeds`: several runs (seeds) -> a row per seed, the mean gain beside one question's worth,
 OUT/seeds.md and OUT/seeds.html (plots across seeds). docs/demo_report.md.
-`agentic-verl demo learn ACTION`: the steps of `make demo-learn` (recipes/demo/learn.sh) that are Python.
+`agentic-verl demo learn ACTION`: the steps of `make demo-learn` (recipes/demo/learn.sh) that are Python;
+`agentic-verl demo retool ACTION`: those of `make demo-retool` (recipes/retool/demo.sh; agentic_verl/demo/retool_steps.py).
 
     agentic-verl demo summary --method rag_r1 --seed 0 --out outputs/demo \\
         --stage "before SFT=outputs/demo/eval/0_base/result.json@81" \\
@@ -55,7 +56,39 @@ def register(subparsers) -> None:
     p.set_defaults(handler=_seeds)
     _register_learn(sub.add_parser("learn", help="the Python steps of `make demo-learn`: prepare, env, overrides, "
                                                  "report"))
+    _register_retool(sub.add_parser("retool", help="the Python steps of `make demo-retool`: prepare, eval, report"))
     parser.set_defaults(handler=lambda args: parser.print_help() or 2)
+
+
+def _register_retool(parser) -> None:
+    from agentic_verl.demo import retool_steps
+    from agentic_verl.demo.retool_task import PROMPT_LENGTH, RESPONSE_LENGTH, TOOL_CONFIG
+
+    sub = parser.add_subparsers(dest="retool_action", metavar="ACTION", required=True)
+    tool = {"default": TOOL_CONFIG, "help": "the tool YAML (verl's tool_config_path)"}
+    p = sub.add_parser("prepare", help="train/test RL parquets and the SFT traces")
+    p.add_argument("--out", required=True)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--model", required=True, help="the model (folder) whose tokenizer the traces are for")
+    p.add_argument("--train", type=int, default=64)
+    p.add_argument("--test", type=int, default=32)
+    p.add_argument("--tool-config", **tool)
+    p.set_defaults(handler=retool_steps.prepare_step)
+    p = sub.add_parser("eval", help="greedy runs of the loop on held-out questions")
+    p.add_argument("--model", required=True)
+    p.add_argument("--questions", required=True, help="an RL parquet written by prepare")
+    p.add_argument("--out", required=True)
+    p.add_argument("--tool-config", **tool)
+    p.add_argument("--prompt-length", type=int, default=PROMPT_LENGTH)
+    p.add_argument("--response-length", type=int, default=RESPONSE_LENGTH)
+    p.set_defaults(handler=retool_steps.eval_step)
+    p = sub.add_parser("report", help="the table of a seed's evaluations")
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--run", action="append", default=[], metavar="LABEL=EVAL_JSON[@SECONDS]",
+                   help="an evaluation, with the seconds of the training stage that made its model (repeat)")
+    p.add_argument("--out")
+    p.add_argument("--total-seconds", type=float)
+    p.set_defaults(handler=retool_steps.report_step)
 
 
 def _register_learn(parser) -> None:

@@ -31,7 +31,9 @@ PARTS: tuple[Part, ...] = (
     Part("in-process evaluation and SFT data generation", ("agentic_verl/agent_loops/in_process.py",
                                                            "agentic_verl/generation/")),
     Part("the agent loops", ("agentic_verl/agent_loops/",)),
+    Part("the `gigpo` advantage estimator", ("agentic_verl/training/gigpo.py",)),
     Part("the SFT trainer and its data (SRML, V2P losses)", ("agentic_verl/training/", "agentic_verl/data/")),
+    Part("the ReTool miniature's task (`make demo-retool`)", ("agentic_verl/demo/",)),
     Part("`doctor`", ("agentic_verl/commands/doctor.py",)),
     Part("the CPU backend", ("agentic_verl/cpu/",)),
 )

@@ -32,7 +32,8 @@ import pytest
 from cpu_backend_helpers import REPO
 from test_recipes import _compose, _recorded_overrides
 
-RL_RECIPES = ["rag_r1/grpo.sh", "rag_r1/ppo.sh", "funreason/grpo_ast.sh", "v2p/grpo_click.sh", "funreason_mt/grpo.sh"]
+RL_RECIPES = ["rag_r1/grpo.sh", "rag_r1/ppo.sh", "funreason/grpo_ast.sh", "v2p/grpo_click.sh", "funreason_mt/grpo.sh",
+              "retool/grpo.sh"]
 DEVICES = ["gpu", "cpu"]
 SNAPSHOTS = Path(__file__).resolve().parent / "recipe_configs"
 # What the recipes would otherwise find out from the machine: a model (the RL recipes refuse without one), the
@@ -199,6 +200,7 @@ SFT_RECIPES = {
     "v2p/sft_warmup.sh": "agentic_verl.training.sft_trainer",
     "v2p/sft_full.sh": "agentic_verl.training.sft_trainer",
     "funreason_mt/sft.sh": "agentic_verl.training.sft_trainer",
+    "retool/sft.sh": "verl.trainer.sft_trainer",
 }
 POINTER_SFT = {"v2p/sft_warmup.sh", "v2p/sft_full.sh"}
 SFT_VARIANTS = [(recipe, variant) for recipe in SFT_RECIPES

@@ -114,9 +114,11 @@ SFT_RECIPES = {
     "funreason/sft_plain.sh": "agentic_verl.training.sft_trainer",
     "v2p/sft_click.sh": "agentic_verl.training.sft_trainer",
     "funreason_mt/sft.sh": "agentic_verl.training.sft_trainer",
+    "retool/sft.sh": "verl.trainer.sft_trainer",
 }
 SFT_MEGATRON_SIZES = {"rag_r1/sft.sh": (4, 1, 1), "funreason/sft_srml.sh": (4, 1, 1),
-                      "funreason/sft_plain.sh": (4, 1, 1), "v2p/sft_click.sh": (2, 2, 1), "funreason_mt/sft.sh": (4, 1, 1)}
+                      "funreason/sft_plain.sh": (4, 1, 1), "v2p/sft_click.sh": (2, 2, 1), "funreason_mt/sft.sh": (4, 1, 1),
+                      "retool/sft.sh": (4, 1, 1)}
 POINTER_RECIPES = ["v2p/sft_warmup.sh", "v2p/sft_full.sh"]
 TRAINING_RECIPES = [*RL_RECIPES, *SFT_RECIPES, *POINTER_RECIPES]
 # settings an engine's optimizer shares with the other (the lr schedule is named differently: compared apart)

@@ -182,7 +182,7 @@ def test_launchers_read_only_the_machine_facts_from_the_environment():
 
 
 SFT_STAGES = ["rag_r1/sft.sh", "funreason/sft_srml.sh", "funreason_mt/sft.sh", "v2p/sft_click.sh",
-              "v2p/sft_warmup.sh", "v2p/sft_full.sh"]
+              "v2p/sft_warmup.sh", "v2p/sft_full.sh", "retool/sft.sh"]
 
 
 @pytest.mark.parametrize("device, ranks", [("cpu", "1"), ("gpu", "8")])

@@ -50,7 +50,7 @@ SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
 RANGES = {
     "qa_em": (0.0, 1.0), "qa_f1": (0.0, 1.0), "qa_cover_em": (0.0, 1.0), "format": (0.0, 1.0),
     "gui_click_in_box": (0.0, 1.0), "gui_gaussian_point": (0.0, 1.0), "gui_gaussian_coverage": (0.0, 1.0),
-    "bfcl_ast": (0.0, 1.0), "fc_format": (0.0, 1.0), "bfcl_multi_turn": (0.0, 1.0),
+    "bfcl_ast": (0.0, 1.0), "fc_format": (0.0, 1.0), "bfcl_multi_turn": (0.0, 1.0), "numeric_em": (0.0, 1.0),
 }  # fmt: skip
 SCORES_WITHOUT_ERROR = ("gui_gaussian_point", "gui_gaussian_coverage")  # graded: a far click scores ~0 validly
 
@@ -222,6 +222,19 @@ def test_gui_rewards(name, output, ground_truth, extra_info):
 @example(case=("<think>r</think>\n\n[f(a=1)]", None, {"language": np.array(["java", "python"], dtype=object)}))
 def test_function_calling_rewards(name, case):
     check(name, *case)
+
+
+numeric_answers = st.one_of(numbers(), st.integers().map(str), control_text(), long_strings(), tag_imitations(),
+                            st.sampled_from(["1,234", "-0", "1e999", "nan", "3635 * 225", "N", " 42 ", "0x1F"]))
+numeric_outputs = st.builds(lambda before, answer: f"{before}<answer>{answer}</answer>",
+                            st.one_of(st.just(""), outputs, tag_imitations()), numeric_answers)
+
+
+@SETTINGS
+@given(output=st.one_of(numeric_outputs, numeric_outputs, outputs),
+       ground_truth=st.one_of(numeric_answers, st.integers(), st.floats(), nonsense), extra_info=nonsense)
+def test_numeric_reward(output, ground_truth, extra_info):
+    check("numeric_em", output, ground_truth, extra_info)
 
 
 @pytest.mark.parametrize("option", ["accept_code_fences", "python_unary_operators", "optimal_parallel_matching"])

@@ -17,6 +17,7 @@ import agentic_verl.rewards  # noqa: F401  (registers every component, which the
         "agentic_verl.rewards.format",
         "agentic_verl.rewards.gui",
         "agentic_verl.rewards.compose",
+        "agentic_verl.rewards.numeric",
     ],
 )
 def test_docstring_examples(module):
