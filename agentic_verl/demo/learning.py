@@ -119,8 +119,27 @@ def prompt_token_ids(task: ChoiceTask, tokenizer) -> list[list[int]]:
 
 def sft_tiny_model(task: ChoiceTask, model_dir: Path, out: Path, steps: int = 500, batch_size: int = 16,
                    lr: float = 3e-3, seed: int = 0, right_share: float = 0.5) -> Path:
-    """Plain-PyTorch SFT of the tiny model on the call format: each example names the question's function with
-    probability `right_share`, else one drawn at random; the prompt is masked out of the loss. Saves an HF folder
+    """Plain-PyTorch SFT of the tiny model on the call format (`sft_on_examples`): each example names the
+    question's function with probability `right_share`, else one drawn at random. Saves an HF folder at `out`."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    prompts = prompt_token_ids(task, tokenizer)
+    answers = [tokenizer.encode(task.answer(i), add_special_tokens=False) + [tokenizer.eos_token_id]
+               for i in range(len(task.functions))]
+
+    def example(rng: random.Random) -> tuple[list[int], list[int]]:
+        i = rng.randrange(len(prompts))
+        right = rng.random() < right_share
+        return prompts[i], answers[task.questions[i]["function"] if right else rng.randrange(len(answers))]
+
+    return sft_on_examples(model_dir, out, example, steps=steps, batch_size=batch_size, lr=lr, seed=seed)
+
+
+def sft_on_examples(model_dir: Path, out: Path, example, steps: int = 500, batch_size: int = 16,
+                    lr: float = 3e-3, seed: int = 0) -> Path:
+    """Plain-PyTorch SFT of a (tiny) HF model folder: every step trains on `batch_size` examples drawn by
+    `example(rng)` -> (prompt token ids, target token ids), the prompt masked out of the loss. Saves an HF folder
     at `out`."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -129,18 +148,11 @@ def sft_tiny_model(task: ChoiceTask, model_dir: Path, out: Path, steps: int = 50
     model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
     rng = random.Random(seed)
     torch.manual_seed(seed)
-    prompts = prompt_token_ids(task, tokenizer)
-    answers = [tokenizer.encode(task.answer(i), add_special_tokens=False) + [tokenizer.eos_token_id]
-               for i in range(len(task.functions))]
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     model.train()
     for _ in range(steps):
-        batch = []
-        for _ in range(batch_size):
-            i = rng.randrange(len(prompts))
-            right = rng.random() < right_share
-            batch.append((prompts[i], answers[task.questions[i]["function"] if right else rng.randrange(len(answers))]))
+        batch = [example(rng) for _ in range(batch_size)]
         width = max(len(p) + len(a) for p, a in batch)
         ids = torch.full((batch_size, width), pad_id)
         labels = torch.full((batch_size, width), -100)

@@ -20,6 +20,13 @@ the instance id is the key. The last `max_trajectories` trajectories are remembe
 A failure never raises: the observation says what happened and the metrics carry `status` = "ok" | "error" (the
 code raised) | "timeout" | "killed" | "bad_arguments" | "sandbox_error", `output_truncated`, and the tool's running
 counts of each kind (`failure_counts`, also on the tool object).
+
+The one exception is fail-fast, as for SearchTool and McpTool: after `max_consecutive_sandbox_failures` calls in a
+row that the sandbox itself could not run (status sandbox_error: it could not start or set up its isolation, or failed
+inside; 0 = never), execute raises `SandboxFailFastError` on that call and every later one, and `raise_if_tripped()`
+raises it too, so the `tool_agent_traced` loop stops the run instead of training on error observations. The model's
+own outcomes (error, timeout, killed) are observations and reset the count; bad_arguments never reach the sandbox
+and leave it as it is. The count lives on the tool object, which verl builds once per worker process.
 """
 
 from __future__ import annotations
@@ -40,11 +47,16 @@ from verl.utils.rollout_trace import rollout_trace_op
 
 from agentic_verl.eval.sandbox import CodeExecutionNotAllowed, Limits, isolation
 from agentic_verl.eval.sandbox.execute import CellRun, run_cells
+from agentic_verl.fail_fast import ConsecutiveFailures, FailFastError, check_limit
 from agentic_verl.tools.config import check_schema_keeps, settings_from_config
 
 logger = logging.getLogger(__name__)
 FAILURE_KINDS = ("timeout", "killed", "error", "output_truncated", "bad_arguments", "sandbox_error")
 MODES = ("stateless", "persistent")
+
+
+class SandboxFailFastError(FailFastError):
+    """The code sandbox could not run the model's code too many times in a row."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,7 @@ class PythonToolSettings:
     max_cells: int = 32  # persistent: remembered cells per trajectory (the oldest go first)
     max_trajectories: int = 1024  # persistent: trajectories remembered
     allow_reduced_isolation: bool = False  # run even where the full sandbox cannot start (reduced isolation)
+    max_consecutive_sandbox_failures: int = 32  # stop the run after this many sandbox_error calls in a row; 0 = never
 
     @classmethod
     def from_config(cls, config: dict) -> PythonToolSettings:
@@ -84,6 +97,7 @@ class PythonToolSettings:
                 raise ValueError(f"python tool config {key} must be a positive integer, got {value!r}")
         if not isinstance(settings.timeout_s, (int, float)) or not 0 < settings.timeout_s <= 3600:
             raise ValueError(f"python tool config timeout_s must be in (0, 3600], got {settings.timeout_s!r}")
+        check_limit(settings.max_consecutive_sandbox_failures, "python tool config max_consecutive_sandbox_failures")
         settings.limits()  # the sandbox checks its own limits
         return settings
 
@@ -124,6 +138,7 @@ class PythonTool(BaseTool):
         self._cells: OrderedDict[str, list[str]] = OrderedDict()  # persistent mode: trajectory -> completed cells
         # a thread semaphore, not asyncio's: the tool may serve several event loops (one per worker or test)
         self._slots = threading.BoundedSemaphore(self.settings.max_concurrency)
+        self._sandbox_failures = ConsecutiveFailures(SandboxFailFastError)  # one streak: this process's sandbox
 
     def get_openai_tool_schema(self) -> OpenAIFunctionToolSchema:
         return getattr(self, "tool_schema", None) or python_tool_schema(self.settings)
@@ -133,6 +148,24 @@ class PythonTool(BaseTool):
 
     @rollout_trace_op
     async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs) -> tuple[ToolResponse, float, dict]:
+        self.raise_if_tripped()  # the sandbox failed too often earlier in this process: stop, do not observe
+        response, reward, metrics = await self._execute(instance_id, parameters, kwargs)
+        self._count_for_fail_fast(metrics["status"], response.text or "")  # raises SandboxFailFastError at the limit
+        return response, reward, metrics
+
+    def raise_if_tripped(self) -> None:
+        """Raise SandboxFailFastError if this tool's sandbox reached the fail-fast limit in this process."""
+        self._sandbox_failures.raise_if_tripped(_SANDBOX)
+
+    def _count_for_fail_fast(self, status: str, detail: str) -> None:
+        """The sandbox's streak: a sandbox_error counts, a call the sandbox ran (whatever the code did) resets."""
+        if status == "sandbox_error":
+            limit = self.settings.max_consecutive_sandbox_failures
+            self._sandbox_failures.failed(_SANDBOX, limit, lambda count: _fail_fast_message(limit, count, detail))
+        elif status != "bad_arguments":  # bad arguments never reached the sandbox
+            self._sandbox_failures.reset(_SANDBOX)
+
+    async def _execute(self, instance_id: str, parameters: Any, kwargs: dict) -> tuple[ToolResponse, float, dict]:
         started = time.perf_counter()
         try:
             code = self._check_arguments(parameters)
@@ -205,6 +238,19 @@ class PythonTool(BaseTool):
                    "sandbox_s": run.seconds if run else 0.0,
                    "failure_counts": {kind: self.failure_counts[kind] for kind in FAILURE_KINDS}}
         return ToolResponse(text=text), 0.0, metrics
+
+
+_SANDBOX = "sandbox"  # the fail-fast key: the tool object has one sandbox plan
+
+
+def _fail_fast_message(limit: int, count: int, detail: str) -> str:
+    return (f"python tool fail-fast: the code sandbox could not run {count} calls in a row in this process (last: "
+            f"{detail[-500:]}); the model's own errors, timeouts and kills do not count, so the sandbox itself is "
+            "broken here and training on its error observations teaches the policy nothing. Check it with "
+            "`python -c 'from agentic_verl.eval.sandbox import detect_isolation; print(detect_isolation().describe())'` "
+            "(it needs root in the host's user namespace, e.g. a container run as root, free disk under the temp "
+            f"folder and free file descriptors), fix it and resume; max_consecutive_sandbox_failures={limit} in the "
+            "tool's config (the tool_config_path YAML) sets the limit (0 = never stop).")
 
 
 def _status(run: CellRun) -> str:
