@@ -259,12 +259,6 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
         self.response_length = int(self.rollout_config.response_length)
         self.prompt_length = int(self.rollout_config.prompt_length)
         self._eos_ids = eos_token_ids(self.tokenizer)
-        self._parsers: dict[str, Any] = {}
-
-    def _parser(self, name: str):
-        if name not in self._parsers:
-            self._parsers[name] = tool_parser(name, self.tokenizer)
-        return self._parsers[name]
 
     async def run(self, sampling_params: dict[str, Any], **kwargs) -> AgentLoopOutput:
         seeds = start_trajectory(self.rollout_config, kwargs)  # before any await: batch order names the sample
@@ -275,7 +269,7 @@ class BfclMultiTurnAgentLoop(AgentLoopBase):
         if cfg.format == "native":  # BFCL's FC mode: turn 0's messages, the functions as the template's tools
             messages = [dict(m) for m in entry.question[0]]
             tools, names = openai_tools(entry.functions_at_start())
-            native = _NativeTools(tools, names, self._parser(cfg.tool_parser))
+            native = _NativeTools(tools, names, tool_parser(cfg.tool_parser, self.tokenizer))
         else:
             messages = [dict(m) for m in kwargs["raw_prompt"]]
             check_withheld_docs_absent(messages, entry)

@@ -142,12 +142,6 @@ class FunctionCallAgentLoop(AgentLoopBase):
         super().__init__(*args, **kwargs)
         self.response_length = int(self.rollout_config.response_length)
         self._eos_ids = eos_token_ids(self.tokenizer)
-        self._parsers: dict[str, Any] = {}
-
-    def _parser(self, name: str):
-        if name not in self._parsers:
-            self._parsers[name] = tool_parser(name, self.tokenizer)
-        return self._parsers[name]
 
     async def run(self, sampling_params: dict[str, Any], **kwargs) -> AgentLoopOutput:
         sampling_params = start_trajectory(self.rollout_config, kwargs).params(sampling_params)  # before any await
@@ -176,7 +170,7 @@ class FunctionCallAgentLoop(AgentLoopBase):
         text, latency, server_fields = turn.text, turn.latency_s, turn.server_fields
         native_record: dict[str, Any] = {}
         if names is not None:
-            native = await read_native_output(self._parser(cfg.tool_parser), turn.token_ids, names, turn.hit_limit)
+            native = await read_native_output(tool_parser(cfg.tool_parser, self.tokenizer), turn.token_ids, names, turn.hit_limit)
             calls, failure, error, native_record = native.calls, native.failure, None, native.record()
         else:
             calls, failure, error = classify_output(text, turn.hit_limit, language)

@@ -17,6 +17,7 @@ refuses it before the first generation.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,7 @@ def check_format(loop: str, format: str, tool_parser: str) -> None:
                              f"{', '.join(ToolParser._registry)}")
 
 
+@functools.lru_cache(maxsize=16)  # one per (parser, tokenizer) in a worker: verl's parsers keep no per-call state
 def tool_parser(name: str, tokenizer):
     """verl's `ToolParser` registered as `name`, for `tokenizer` (a ValueError listing the registry otherwise)."""
     from verl.experimental.agent_loop.tool_parser import ToolParser

@@ -162,13 +162,11 @@ def check_outcome(out, server, tokenizer, entry: dict) -> float:
     return verdict["score"]
 
 
-def test_hostile_policy_outputs_never_escape_the_loop(bfcl_env, rows, qwen_dir, qwen_tokenizer):  # noqa: F811
-    tok = qwen_tokenizer
-    custom = "+actor_rollout_ref.rollout.custom.bfcl_multi_turn"
-    config = verl_config(qwen_dir, f"{custom}.env_url={bfcl_env.url}", f"{custom}.max_tokens_per_step=8192",
-                         prompt_length=4096, response_length=RESPONSE_LENGTH)
-    names = sorted({doc["name"] for entry, _ in rows for doc in entry["function"]} | {"rm", "mv", "grep"})
-    event_loop = asyncio.new_event_loop()  # one loop for the run: the loop's environment client lives on it
+def fuzz_batches(config, tok, rows, outputs, examples: int, check_out=None) -> list[int]:
+    """Run batches of BATCH trajectories drawn by hypothesis (`outputs`: a strategy of step scripts) through loops
+    built once from `config`, on one event loop (the loop's environment client lives on it), checking each with
+    `check_outcome` (and `check_out(out)`); returns how many of each script's outputs the loop asked for."""
+    event_loop = asyncio.new_event_loop()
     generated = []
 
     async def build(slot):  # inside the event loop, as verl builds loops
@@ -187,13 +185,14 @@ def test_hostile_policy_outputs_never_escape_the_loop(bfcl_env, rows, qwen_dir, 
         return await asyncio.gather(*(run(position, rows[index], script)
                                       for position, (index, script) in enumerate(batch)))
 
-    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+    @settings(max_examples=examples, deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck))
-    @given(batch=st.lists(st.tuples(st.integers(0, len(rows) - 1), policy_outputs(tok, names)), min_size=BATCH,
-                          max_size=BATCH))
+    @given(batch=st.lists(st.tuples(st.integers(0, len(rows) - 1), outputs), min_size=BATCH, max_size=BATCH))
     def one(batch):
         results = event_loop.run_until_complete(run_batch(batch))
         for (index, script), (out, server) in zip(batch, results, strict=True):
+            if check_out is not None:
+                check_out(out)
             check_outcome(out, server, tok, rows[index][0])
             generated.append(min(len(server.calls), len(script)))  # the script's outputs the loop asked for
 
@@ -205,5 +204,15 @@ def test_hostile_policy_outputs_never_escape_the_loop(bfcl_env, rows, qwen_dir, 
         event_loop.run_until_complete(asyncio.sleep(0))
         event_loop.close()
         bfcl_multi_turn._CLIENTS.clear()
+    return generated
+
+
+def test_hostile_policy_outputs_never_escape_the_loop(bfcl_env, rows, qwen_dir, qwen_tokenizer):  # noqa: F811
+    tok = qwen_tokenizer
+    custom = "+actor_rollout_ref.rollout.custom.bfcl_multi_turn"
+    config = verl_config(qwen_dir, f"{custom}.env_url={bfcl_env.url}", f"{custom}.max_tokens_per_step=8192",
+                         prompt_length=4096, response_length=RESPONSE_LENGTH)
+    names = sorted({doc["name"] for entry, _ in rows for doc in entry["function"]} | {"rm", "mv", "grep"})
+    generated = fuzz_batches(config, tok, rows, policy_outputs(tok, names), EXAMPLES)
     assert sum(generated) >= MIN_OUTPUTS, (sum(generated), len(generated))
     assert bfcl_multi_turn.ENV_FAILURES.count(bfcl_env.url) == 0

@@ -6,17 +6,15 @@ environment server and the real reward. The properties are the prompting-mode fu
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 
 import pytest
-from agent_loop_helpers import ScriptedServer, build_loop, sample, verl_config
+from agent_loop_helpers import verl_config
 from bfcl_env.conftest import bfcl_env  # noqa: F401 (the live server the tests share)
 from hostile_outputs import brackets, control_text, cut_anywhere, hostile_text, long_strings, numbers, token_ids
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_fuzz_bfcl_multi_turn import RESPONSE_LENGTH, SAMPLING, _mostly, _Slot, check_outcome, rows  # noqa: F401
+from test_fuzz_bfcl_multi_turn import RESPONSE_LENGTH, _mostly, fuzz_batches, rows  # noqa: F401
 
 from agentic_verl.agent_loops import bfcl_multi_turn
 
@@ -69,43 +67,10 @@ def test_hostile_native_outputs_never_escape_the_loop(bfcl_env, rows, qwen_dir, 
     config = verl_config(qwen_dir, f"{custom}.env_url={bfcl_env.url}", f"{custom}.max_tokens_per_step=8192",
                          f"{custom}.format=native", prompt_length=4096, response_length=RESPONSE_LENGTH)
     names = sorted({doc["name"] for entry, _ in rows for doc in entry["function"]} | {"rm", "mv"})
-    event_loop = asyncio.new_event_loop()
-    generated = []
-    slots = [_Slot(), _Slot()]
 
-    async def build(slot):
-        return build_loop("bfcl_multi_turn", config, slot, tok)
+    def native(out):
+        assert out.extra_fields["bfcl_multi_turn"]["format"] == "native"
 
-    loops = [event_loop.run_until_complete(build(slot)) for slot in slots]
-
-    async def run(position, row, script):
-        entry, prompt = row
-        server = slots[position].current = ScriptedServer(tok, list(script))
-        out = await loops[position].run(dict(SAMPLING), **sample(prompt, extra_info=dict(entry)))
-        return out, server
-
-    async def run_batch(batch):  # gathered inside the event loop, which the environment client lives on
-        return await asyncio.gather(*(run(position, rows[index], script)
-                                      for position, (index, script) in enumerate(batch)))
-
-    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-              suppress_health_check=list(HealthCheck))
-    @given(batch=st.lists(st.tuples(st.integers(0, len(rows) - 1), policy_outputs(tok, names)), min_size=2,
-                          max_size=2))
-    def one(batch):
-        results = event_loop.run_until_complete(run_batch(batch))
-        for (index, script), (out, server) in zip(batch, results, strict=True):
-            assert out.extra_fields["bfcl_multi_turn"]["format"] == "native"
-            check_outcome(out, server, tok, rows[index][0])
-            generated.append(min(len(server.calls), len(script)))
-
-    try:
-        bfcl_multi_turn._CLIENTS.clear()
-        bfcl_multi_turn.ENV_FAILURES.clear()
-        one()
-    finally:
-        event_loop.run_until_complete(asyncio.sleep(0))
-        event_loop.close()
-        bfcl_multi_turn._CLIENTS.clear()
+    generated = fuzz_batches(config, tok, rows, policy_outputs(tok, names), EXAMPLES, native)
     assert sum(generated) >= MIN_OUTPUTS, (sum(generated), len(generated))
     assert bfcl_multi_turn.ENV_FAILURES.count(bfcl_env.url) == 0

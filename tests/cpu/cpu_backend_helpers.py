@@ -149,6 +149,8 @@ def run_recipe(recipe: str, work: Path, env: dict[str, str], overrides: list[str
     """`AGENTIC_VERL_DEVICE=cpu bash recipes/<recipe> <overrides>` with logs, Ray and checkpoints under `work`: `env`
     holds the machine facts (MODEL_PATH, TRAIN_FILE, ...: recipes/_common/machine.sh), `overrides` every setting (Hydra
     overrides, after run_recipe's own plumbing settings, so they win). The CPU switch logs to console and file.
+    `AGENTIC_VERL_TEST_TRAINER_MODE=colocate_async` runs it in that verl trainer mode (docs/async.md; opt-in, not
+    in make test).
 
     The run is its own process group: past `timeout_s` (a failed weight receiver hangs verl's sender forever) the
     whole group is killed. `sigterm_after_step`: SIGTERM to the recipe's shell as soon as verl has logged that
@@ -186,6 +188,8 @@ def run_recipe(recipe: str, work: Path, env: dict[str, str], overrides: list[str
         "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio=0",  # ppo.sh warms up: lr would be ~0 for 2 steps
         "critic.optim.lr_warmup_steps_ratio=0",
     ]
+    if os.environ.get("AGENTIC_VERL_TEST_TRAINER_MODE"):  # opt-in: the same runs in verl's asynchronous modes
+        common.append(f"trainer.v1.trainer_mode={os.environ['AGENTIC_VERL_TEST_TRAINER_MODE']}")
     start = time.monotonic()
     log_path = work / "run.log"
     after_step = (lambda: step_logged(metrics_path, sigterm_after_step)) if sigterm_after_step else None
