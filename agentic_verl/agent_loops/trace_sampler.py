@@ -31,6 +31,7 @@ from __future__ import annotations
 from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer, ReplayBufferAsync
 
 from agentic_verl.agent_loops.trace import METRICS_FIELD, batch_metrics
+from agentic_verl.fail_fast import check_limit
 from agentic_verl.rewards.failures import exception_metrics
 
 
@@ -55,8 +56,45 @@ class AgentMetricsReplayBuffer(ReplayBuffer):
         return batch, metrics
 
 
+class FailedGroupsError(RuntimeError):
+    """Every prompt group of the asynchronous rollout failed, many in a row: the run stops with the reason."""
+
+
+MAX_FAILED_GROUPS_IN_A_ROW = 32  # trainer.v1.sampler.sampler_kwargs.max_failed_groups_in_a_row; 0 = never stop
+
+
 class AgentMetricsReplayBufferAsync(AgentMetricsReplayBuffer, ReplayBufferAsync):
-    """`AgentMetricsReplayBuffer` over verl's `ReplayBufferAsync` (colocate_async, separate_async)."""
+    """`AgentMetricsReplayBuffer` over verl's `ReplayBufferAsync` (colocate_async, separate_async).
+
+    It also stops a run whose rollout only fails. In the sync trainer a failed sample fails the step (our loops'
+    fail-fast errors stop the run that way); verl's asynchronous buffer instead evicts a failed group and refills
+    the batch with new prompts, so a run whose tool server died would wait forever, its log repeating the error.
+    Past `max_failed_groups_in_a_row` groups evicted as failed with no batch sampled in between, this buffer raises
+    FailedGroupsError, which ends the run."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        limit = (self.sampler_kwargs or {}).get("max_failed_groups_in_a_row", MAX_FAILED_GROUPS_IN_A_ROW)
+        self.max_failed_groups_in_a_row = check_limit(limit, "trainer.v1.sampler.sampler_kwargs."
+                                                             "max_failed_groups_in_a_row")
+        self.failed_groups_in_a_row = 0
+
+    def sample(self, global_steps: int, partition_id: str, batch_size: int):
+        batch, metrics = super().sample(global_steps, partition_id, batch_size)
+        self.failed_groups_in_a_row = 0  # a batch was sampled: the rollout works
+        return batch, metrics
+
+    def _evict_terminal_groups(self, global_steps, partition_id, eviction_reasons):
+        failed = eviction_reasons[2]
+        if failed and partition_id == "train":
+            self.failed_groups_in_a_row += len(failed)
+            if 0 < self.max_failed_groups_in_a_row <= self.failed_groups_in_a_row:
+                raise FailedGroupsError(
+                    f"{self.failed_groups_in_a_row} prompt groups of the asynchronous rollout failed in a row, and no "
+                    f"batch could be sampled: an agent loop raised for each one (the rollout workers' log has the "
+                    f"reason; a FailFastError means a tool or environment server is down). Fix it and resume; "
+                    f"trainer.v1.sampler.sampler_kwargs.max_failed_groups_in_a_row sets the limit (0 = never stop).")
+        return super()._evict_terminal_groups(global_steps, partition_id, eviction_reasons)
 
 
 def _agent_metrics(batch) -> dict[str, float]:

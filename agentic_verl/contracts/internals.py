@@ -399,6 +399,13 @@ VERL_REWARDS_AND_METRICS = (
              used_by=("agentic_verl/agent_loops/trace_sampler.py",),
              source_has=("def sample(self, global_steps: int, partition_id: str, batch_size: int)",),
              overridden_by="agentic_verl.agent_loops.trace_sampler:AgentMetricsReplayBufferAsync"),
+    Contract("verl.trainer.ppo.v1.replay_buffer:ReplayBuffer._evict_terminal_groups",
+             params=("global_steps", "partition_id", "eviction_reasons"),
+             relies_on="called with (stale, dapo, failed, counts) uid sets whenever terminal groups are evicted; the "
+                       "async buffer then refills them",
+             why="AgentMetricsReplayBufferAsync counts failed groups and stops a rollout that only fails",
+             used_by=("agentic_verl/agent_loops/trace_sampler.py",),
+             source_has=("stale_uids, dapo_uids, failed_uids, dapo_counts = eviction_reasons",)),
     Contract("verl.trainer.ppo.v1.trainer_base", kind="module", public=True,
              relies_on="trainer.v1.sampler.custom_sampler.{path,name} names the replay buffer class",
              why="how a run selects AgentMetricsReplayBuffer", used_by=("agentic_verl/agent_loops/trace_sampler.py",),

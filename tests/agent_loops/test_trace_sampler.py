@@ -98,3 +98,40 @@ def test_metrics_read_from_the_transfer_queue(monkeypatch):
     monkeypatch.setattr(tq, "kv_batch_get", lambda **kwargs: {"extra_fields": np.array(fields, dtype=object)})
     metrics = _agent_metrics(_Batch())
     assert metrics["reward/qa_em/exceptions/mean"] == 0.5 and metrics["agent/num_tool_calls/mean"] == 2.0
+
+
+def test_an_asynchronous_rollout_that_only_fails_stops_the_run(monkeypatch):
+    """verl's async buffer evicts failed groups and refills them forever; ours counts them and stops the run past
+    the limit (verl's own eviction and sampling stand in: they need the TransferQueue)."""
+    from collections import Counter
+
+    from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer, ReplayBufferAsync
+
+    from agentic_verl.agent_loops.trace_sampler import AgentMetricsReplayBuffer, FailedGroupsError
+
+    evicted = []
+    monkeypatch.setattr(ReplayBuffer, "_evict_terminal_groups",
+                        lambda self, step, pid, reasons: evicted.append(reasons[2]) or (set(reasons[2]), 0, 0, {}))
+    monkeypatch.setattr(ReplayBufferAsync, "sample", lambda self, step, pid, size: (_Batch(), {}))
+
+    def buffer(**sampler_kwargs):
+        return AgentMetricsReplayBuffer(trainer_mode="colocate_async", trainer_config=OmegaConf.create({}),
+                                        max_off_policy_threshold=8, max_off_policy_strategy="drop",
+                                        sampler_kwargs=OmegaConf.create(sampler_kwargs), refill_fn=lambda n: None)
+
+    failed = (set(), set(), {"uid-a", "uid-b"}, Counter())
+    fails = buffer(max_failed_groups_in_a_row=5)
+    fails._evict_terminal_groups(1, "train", failed)
+    fails._evict_terminal_groups(1, "train", failed)
+    fails.sample(1, "val", 2)  # a batch sampled: the streak starts again
+    fails._evict_terminal_groups(2, "train", failed)
+    fails._evict_terminal_groups(2, "train", failed)
+    assert fails.failed_groups_in_a_row == 4 and len(evicted) == 4
+    with pytest.raises(FailedGroupsError, match="6 prompt groups .* failed in a row.*max_failed_groups_in_a_row"):
+        fails._evict_terminal_groups(2, "train", failed)
+    assert buffer().max_failed_groups_in_a_row == 32
+    never = buffer(max_failed_groups_in_a_row=0)
+    for _ in range(40):
+        never._evict_terminal_groups(1, "train", failed)
+    with pytest.raises(ValueError, match="max_failed_groups_in_a_row must be an integer >= 0"):
+        buffer(max_failed_groups_in_a_row=-1)
