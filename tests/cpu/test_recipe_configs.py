@@ -145,6 +145,7 @@ METHOD_FACTS = {
     "v2p/grpo_click.sh": {},
     "funreason_mt/grpo.sh": {"BFCL_ENV_URL": ("http://h:2", {"actor_rollout_ref.rollout.custom.bfcl_multi_turn.env_url":
                                                              "http://h:2"})},
+    "retool/grpo.sh": {},
 }
 # Overrides the demos and tests pass, and every setting each one must move (the YAML ties the log-prob and critic
 # micro-batches to the actor's, and the V2P loop's click budget to the response length)
