@@ -30,20 +30,6 @@ PROMPTING_MARK = "You are an expert in composing functions"  # BFCL's prompting 
 
 
 @pytest.fixture(scope="module")
-def qwen_dir() -> str:
-    from agentic_verl.cpu.models import qwen_tokenizer_dir
-
-    return str(qwen_tokenizer_dir())
-
-
-@pytest.fixture(scope="module")
-def qwen(qwen_dir):
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(qwen_dir)
-
-
-@pytest.fixture(scope="module")
 def parser(qwen):
     from verl.experimental.agent_loop.tool_parser import ToolParser
 

@@ -23,20 +23,6 @@ pytestmark = pytest.mark.bfcl_official
 PROMPTING_MARK = "You are an expert in composing functions"  # BFCL's prompting system prompt
 
 
-@pytest.fixture(scope="module")
-def qwen_dir() -> str:
-    from agentic_verl.cpu.models import qwen_tokenizer_dir
-
-    return str(qwen_tokenizer_dir())
-
-
-@pytest.fixture(scope="module")
-def qwen(qwen_dir):
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(qwen_dir)
-
-
 def hermes(strings: list[str]) -> str:
     """Ground-truth call strings as one step of hermes blocks."""
     return "\n".join(f"<tool_call>\n{json.dumps(call)}\n</tool_call>" for call in as_calls(strings))
